@@ -1,0 +1,113 @@
+/*
+ * JSON string escaping for the audit log and --json output. Any byte
+ * sequence yields a valid JSON string: control characters are escaped and
+ * bytes that are not well-formed UTF-8 (overlongs, surrogates, code points
+ * past U+10FFFF, truncated sequences) become U+FFFD, one per bad byte, so
+ * the output is always valid UTF-8 and a reader can see that something was
+ * replaced.
+ */
+#include <string.h>
+
+#include "common.h"
+
+/* Length of the well-formed UTF-8 sequence at p, or 0 if it is not one. */
+static size_t
+utf8_seq_len(const unsigned char *p, size_t left)
+{
+	unsigned char c = p[0];
+	size_t n, i;
+	uint32_t cp;
+
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf) {
+		n = 2;
+		cp = c & 0x1f;
+	} else if (c >= 0xe0 && c <= 0xef) {
+		n = 3;
+		cp = c & 0x0f;
+	} else if (c >= 0xf0 && c <= 0xf4) {
+		n = 4;
+		cp = c & 0x07;
+	} else
+		return 0;
+	if (left < n)
+		return 0;
+	for (i = 1; i < n; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (p[i] & 0x3f);
+	}
+	if ((n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) || cp > 0x10ffff ||
+	    (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return n;
+}
+
+/* Append s[0..len) to b as a quoted JSON string. */
+void
+json_escape(struct buf *b, const char *s, size_t len)
+{
+	static const char hex[] = "0123456789abcdef";
+	const unsigned char *p = (const unsigned char *)s;
+	size_t i = 0, n, run;
+	char esc[7];
+
+	buf_reserve(b, len + 2);
+	buf_addc(b, '"');
+	while (i < len) {
+		/* Copy the longest run of bytes that need no escaping at once. */
+		run = i;
+		while (run < len && p[run] >= 0x20 && p[run] < 0x7f && p[run] != '"' &&
+		    p[run] != '\\')
+			run++;
+		if (run > i) {
+			buf_add(b, p + i, run - i);
+			i = run;
+			continue;
+		}
+		switch (p[i]) {
+		case '"':
+			buf_add(b, "\\\"", 2);
+			break;
+		case '\\':
+			buf_add(b, "\\\\", 2);
+			break;
+		case '\n':
+			buf_add(b, "\\n", 2);
+			break;
+		case '\r':
+			buf_add(b, "\\r", 2);
+			break;
+		case '\t':
+			buf_add(b, "\\t", 2);
+			break;
+		default:
+			if (p[i] < 0x20 || p[i] == 0x7f) {
+				memcpy(esc, "\\u00", 4);
+				esc[4] = hex[p[i] >> 4];
+				esc[5] = hex[p[i] & 0xf];
+				buf_add(b, esc, 6);
+				break;
+			}
+			if ((n = utf8_seq_len(p + i, len - i)) == 0) {
+				buf_add(b, "\\ufffd", 6);
+				break;
+			}
+			buf_add(b, p + i, n);
+			i += n;
+			continue;
+		}
+		i++;
+	}
+	buf_addc(b, '"');
+}
+
+void
+json_escape_str(struct buf *b, const char *s)
+{
+	if (s == NULL)
+		buf_adds(b, "null");
+	else
+		json_escape(b, s, strlen(s));
+}

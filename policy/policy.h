@@ -201,11 +201,44 @@ struct config {
 	char		*audit_path;
 	struct cfg_loc	 audit_path_loc;
 };
+#define CONFIG_MAX_FILE_SIZE	(4 * 1024 * 1024)
+#define CONFIG_MAX_DEPTH	64
+#define CONFIG_MAX_NODES	100000
+#define CONFIG_MAX_ERRORS	100	/* shown per file; the rest are counted */
+#define CONFIG_MAX_SHOWN	80	/* bytes of an untrusted string in a message */
+#define CONFIG_DEFAULT_GRAPHQL_BODY	1048576
+#define CONFIG_MAX_GRAPHQL_BODY	16777216
 struct config	*config_load(char *const *, size_t, struct buf *);
+struct config	*config_load_mem(const char *, const char *, size_t, struct buf *);
 void		 config_free(struct config *);
 void		 config_dump(const struct config *, struct buf *);
 const char	*config_mode_name(enum policy_mode);
 extern const char config_default_yaml[];
+/* Shared by config.c and schema.c only. */
+enum cfg_node_type {
+	CFG_NODE_SCALAR,
+	CFG_NODE_SEQUENCE,
+	CFG_NODE_MAPPING,
+};
+struct cfg_node {
+	enum cfg_node_type type;
+	int		 flags;
+#define CFG_NODE_F_QUOTED	0x1	/* scalar written quoted or tagged !!str */
+#define CFG_NODE_F_BAD		0x2	/* already reported: checks skip it */
+	struct cfg_loc	 loc;
+	char		*value;		/* scalar; NUL-terminated, but may hold NULs */
+	size_t		 len;
+	struct cfg_node	**kids;		/* sequence items; mapping key, value, ... */
+	size_t		 n;
+};
+struct cfg_ctx;
+void		 config_error(struct cfg_ctx *, const struct cfg_loc *, const char *, ...)
+		    EG_PRINTF(3, 4);
+void		 config_escape(struct buf *, const char *, size_t);
+
+/* schema.c */
+void		 schema_apply(struct cfg_ctx *, const struct cfg_node *, struct config *,
+		    const char *);
 
 /* policy.c */
 enum policy_action {
@@ -226,7 +259,8 @@ struct policy_request {
 struct decision {
 	enum policy_action action;
 	char		 rule[HOST_NAME_MAXLEN + 32];
-	const char	*list;		/* allowlist blocklist mode methods graphql address */
+	const char	*list;		/* allowlist blocklist mode methods graphql address,
+					   or NULL */
 	char		 source[512];	/* file:line, or "builtin" */
 	char		 reason[256];
 	int		 name_allowlisted; /* the host as written matched the allowlist */
@@ -234,15 +268,18 @@ struct decision {
 	int		 graphql_present;
 	struct gql_result gql;
 };
-struct policy	*policy_new(const struct config *, struct buf *);
+struct policy	*policy_new(struct config *, struct buf *);
 struct policy	*policy_ref(struct policy *);
 void		 policy_unref(struct policy *);
 enum policy_mode policy_mode(const struct policy *);
 const struct config *policy_config(const struct policy *);
+const char	*policy_warnings(const struct policy *);
 void		 policy_decide(const struct policy *, const struct policy_request *,
 		    struct decision *);
 void		 policy_check_addr(const struct policy *, const struct addr *,
 		    struct decision *);
+int		 policy_passthrough(const struct policy *, const struct host *,
+		    struct domain_match *);
 const char	*policy_action_name(enum policy_action);
 const char	*policy_mode_note(enum policy_mode);
 

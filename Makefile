@@ -1,0 +1,67 @@
+# Wraps the CMake build for the README's commands:
+#   make run    build, then run the main job
+#   make test   install dependencies, build, run every test
+# Both install the Debian packages they need first (scripts/install-deps,
+# idempotent). Other targets: sanitize, fuzz, bench, format, format-check.
+
+BUILD     ?= build
+JOBS      ?= $(shell nproc 2>/dev/null || echo 2)
+# -Werror in CI (CI=true), plain warnings for people building at home.
+WERROR    ?= $(if $(CI),ON,OFF)
+FUZZ_TIME ?= 60
+
+CMAKE_FLAGS = -DEGRESS_WERROR=$(WERROR)
+
+.PHONY: all deps build run test sanitize fuzz bench format format-check clean
+
+all: build
+
+deps:
+	@scripts/install-deps
+
+build: deps
+	cmake -S . -B $(BUILD) $(CMAKE_FLAGS) >/dev/null
+	cmake --build $(BUILD) -j $(JOBS)
+
+# The main job: validate and print the embedded default policy, then show
+# what it decides for a few requests.
+run: build
+	$(BUILD)/policyctl check
+	@echo
+	$(BUILD)/policyctl explain api.segment.io
+	@echo
+	$(BUILD)/policyctl explain --method POST https://api.github.com/repos/o/r/issues
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+# Unit and integration suites under AddressSanitizer + UndefinedBehaviorSanitizer.
+sanitize: deps
+	cmake -S . -B build-asan $(CMAKE_FLAGS) -DEGRESS_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
+	cmake --build build-asan -j $(JOBS)
+	cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+		ctest --output-on-failure -j $(JOBS) -L 'unit|integration'
+
+# libFuzzer targets (clang); each runs FUZZ_TIME seconds from its seed corpus.
+fuzz: deps
+	CC=clang cmake -S . -B build-fuzz -DEGRESS_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	cmake --build build-fuzz -j $(JOBS)
+	@for f in build-fuzz/fuzz_*; do \
+		name=$$(basename $$f); mkdir -p build-fuzz/corpus/$$name; \
+		echo "== $$name ($(FUZZ_TIME)s)"; \
+		$$f -max_total_time=$(FUZZ_TIME) -print_final_stats=1 \
+			build-fuzz/corpus/$$name tests/fuzz/corpus/$$name || exit 1; \
+	done
+
+bench: build
+	$(BUILD)/bench_domain
+
+format:
+	clang-format -i $$(git ls-files '*.c' '*.h')
+
+format-check:
+	clang-format --dry-run -Werror $$(git ls-files '*.c' '*.h')
+
+clean:
+	rm -rf $(BUILD) build-asan build-fuzz

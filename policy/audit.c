@@ -1,0 +1,562 @@
+/*
+ * The audit log writer: one JSON object per line (JSON Lines), each line
+ * handed to the kernel whole with a single write(2) on an O_APPEND
+ * descriptor, so readers never see half a line. Every line carries "prev",
+ * the SHA-256 of the line before it in the file, which lets a copy of the
+ * log be checked for lines removed, inserted or edited. The schema for
+ * users is docs/audit.md.
+ */
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <openssl/evp.h>
+
+#include "policy.h"
+
+#define AUDIT_HASH_HEX     64
+#define AUDIT_FIELD_MAX    8192              /* bytes of one string value that are logged */
+#define AUDIT_TAIL_MAX     (4 * 1024 * 1024) /* longest last line audit_open accepts */
+#define AUDIT_TAIL_BLOCK   65536
+#define AUDIT_TAIL_TRIES   5 /* re-reads of a tail that is still growing */
+#define AUDIT_TAIL_WAIT_MS 20
+
+struct audit {
+	int fd;
+	int flags;
+#define AUDIT_F_CLOSE   0x1 /* the descriptor is ours to close */
+#define AUDIT_F_REGULAR 0x2 /* a regular file: fsync at close */
+#define AUDIT_F_TORN    0x4 /* the file ends inside a line: start the next with '\n' */
+	uint64_t seq;
+	char prev[AUDIT_HASH_HEX + 1];
+	EVP_MD *md;
+	EVP_MD_CTX *ctx;
+	struct buf line;
+};
+
+/* Where the last line of a file lies. */
+struct audit_tail {
+	off_t size;
+	off_t start;
+	off_t end;   /* its trailing newline excluded */
+	int partial; /* the file does not end with a newline */
+};
+
+static void audit_err(char *, size_t, const char *, ...) EG_PRINTF(3, 4);
+
+static void audit_err(char *errbuf, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (errbuf == NULL || errlen == 0)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(errbuf, errlen, fmt, ap);
+	va_end(ap);
+}
+
+void audit_event_init(struct audit_event *ev)
+{
+	*ev = (struct audit_event){
+	    .port = -1,
+	    .status = -1,
+	    .bytes_up = -1,
+	    .bytes_down = -1,
+	    .duration_ms = -1,
+	};
+}
+
+static void audit_hash_begin(struct audit *a)
+{
+	if (EVP_DigestInit_ex(a->ctx, a->md, NULL) != 1)
+		fatalx("audit: SHA-256 init failed");
+}
+
+static void audit_hash_update(struct audit *a, const void *p, size_t len)
+{
+	if (EVP_DigestUpdate(a->ctx, p, len) != 1)
+		fatalx("audit: SHA-256 update failed");
+}
+
+/* Finish the digest into a->prev as lowercase hex. */
+static void audit_hash_end(struct audit *a)
+{
+	static const char hex[] = "0123456789abcdef";
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int mdlen, i;
+
+	if (EVP_DigestFinal_ex(a->ctx, md, &mdlen) != 1 || mdlen * 2 != AUDIT_HASH_HEX)
+		fatalx("audit: SHA-256 final failed");
+	for (i = 0; i < mdlen; i++) {
+		a->prev[2 * i] = hex[md[i] >> 4];
+		a->prev[2 * i + 1] = hex[md[i] & 0xf];
+	}
+	a->prev[AUDIT_HASH_HEX] = '\0';
+}
+
+/* Read exactly n bytes at off; -1 with errno 0 when the file is shorter. */
+static int audit_pread(int fd, char *p, size_t n, off_t off)
+{
+	ssize_t r;
+
+	while (n > 0) {
+		r = pread(fd, p, n, off);
+		if (r == -1 && errno == EINTR)
+			continue;
+		if (r == -1)
+			return -1;
+		if (r == 0) {
+			errno = 0;
+			return -1;
+		}
+		p += r;
+		n -= (size_t)r;
+		off += r;
+	}
+	return 0;
+}
+
+static void audit_err_read(char *errbuf, size_t errlen, const char *name)
+{
+	audit_err(errbuf, errlen, "cannot read %s: %s", name,
+	          errno != 0 ? strerror(errno) : "file shrank while being read");
+}
+
+/*
+ * Find the last line by reading backwards from the end in blocks. The
+ * search is bounded: a last line longer than AUDIT_TAIL_MAX cannot have been
+ * written by audit_write (values are capped), so the file is refused rather
+ * than scanned without end.
+ */
+static int audit_tail_find(int rfd, char *blk, struct audit_tail *t, const char *name, char *errbuf,
+                           size_t errlen)
+{
+	struct stat st;
+	char last;
+	off_t pos;
+	size_t n, i;
+
+	memset(t, 0, sizeof *t);
+	if (fstat(rfd, &st) == -1) {
+		audit_err(errbuf, errlen, "cannot stat %s: %s", name, strerror(errno));
+		return -1;
+	}
+	if ((t->size = st.st_size) == 0)
+		return 0;
+	if (audit_pread(rfd, &last, 1, t->size - 1) == -1) {
+		audit_err_read(errbuf, errlen, name);
+		return -1;
+	}
+	t->partial = (last != '\n');
+	t->end = t->partial ? t->size : t->size - 1;
+	for (pos = t->end; pos > 0; pos -= (off_t)n) {
+		if (t->end - pos >= AUDIT_TAIL_MAX) {
+			audit_err(errbuf, errlen,
+			          "cannot continue %s: its last line is longer than %d bytes", name,
+			          AUDIT_TAIL_MAX);
+			return -1;
+		}
+		n = pos < AUDIT_TAIL_BLOCK ? (size_t)pos : AUDIT_TAIL_BLOCK;
+		if (audit_pread(rfd, blk, n, pos - (off_t)n) == -1) {
+			audit_err_read(errbuf, errlen, name);
+			return -1;
+		}
+		for (i = n; i > 0; i--) {
+			if (blk[i - 1] == '\n') {
+				t->start = pos - (off_t)n + (off_t)i;
+				goto found;
+			}
+		}
+	}
+	t->start = 0;
+found:
+	if (t->end - t->start > AUDIT_TAIL_MAX) {
+		audit_err(errbuf, errlen,
+		          "cannot continue %s: its last line is longer than %d bytes", name,
+		          AUDIT_TAIL_MAX);
+		return -1;
+	}
+	return 0;
+}
+
+/* Hash the bytes of the last line into a->prev. */
+static int audit_tail_hash(struct audit *a, int rfd, char *blk, const struct audit_tail *t,
+                           const char *name, char *errbuf, size_t errlen)
+{
+	off_t pos;
+	size_t n;
+
+	audit_hash_begin(a);
+	for (pos = t->start; pos < t->end; pos += (off_t)n) {
+		n = t->end - pos < AUDIT_TAIL_BLOCK ? (size_t)(t->end - pos) : AUDIT_TAIL_BLOCK;
+		if (audit_pread(rfd, blk, n, pos) == -1) {
+			audit_err_read(errbuf, errlen, name);
+			return -1;
+		}
+		audit_hash_update(a, blk, n);
+	}
+	audit_hash_end(a);
+	return 0;
+}
+
+/*
+ * Continue the chain from the last line of the file rfd reads (the file a
+ * writes). A file that ends without a newline is either a truncated copy or
+ * another writer caught between two pages of one write; the second kind
+ * settles within milliseconds, so the tail is re-read while the size keeps
+ * changing. A partial tail that stays is kept: the next line starts with a
+ * newline and chains from the partial bytes, so a verifier reports exactly
+ * that line as not JSON and the chain stays whole.
+ */
+static int audit_resume(struct audit *a, int rfd, const char *name, char *errbuf, size_t errlen)
+{
+	struct timespec wait = {0, AUDIT_TAIL_WAIT_MS * 1000000L};
+	struct audit_tail t;
+	struct stat st;
+	char *blk;
+	int try, rc = -1;
+
+	blk = xmalloc(AUDIT_TAIL_BLOCK);
+	for (try = 0;; try++) {
+		if (audit_tail_find(rfd, blk, &t, name, errbuf, errlen) == -1)
+			goto out;
+		if (!t.partial || try == AUDIT_TAIL_TRIES)
+			break;
+		nanosleep(&wait, NULL);
+		if (fstat(rfd, &st) == -1 || st.st_size == t.size)
+			break;
+	}
+	if (t.size == 0) {
+		rc = 0;
+		goto out;
+	}
+	if (audit_tail_hash(a, rfd, blk, &t, name, errbuf, errlen) == -1)
+		goto out;
+	if (t.partial) {
+		log_warnx("audit: %s ends with a partial line of %lld bytes; the next line chains "
+		          "from it",
+		          name, (long long)(t.end - t.start));
+		a->flags |= AUDIT_F_TORN;
+	}
+	rc = 0;
+out:
+	free(blk);
+	return rc;
+}
+
+/*
+ * A descriptor that reads the file fd writes: fd itself when it is open for
+ * reading, else the same file opened again through /proc (a descriptor
+ * inherited as "egressd >>log" is write-only). Returns -1 if there is none.
+ */
+static int audit_reader(int fd, const struct stat *st)
+{
+	struct stat st2;
+	char path[64];
+	int fl, rfd;
+
+	if ((fl = fcntl(fd, F_GETFL)) == -1)
+		return -1;
+	if ((fl & O_ACCMODE) == O_RDWR)
+		return fd;
+	snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+	if ((rfd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY)) == -1)
+		return -1;
+	if (fstat(rfd, &st2) == -1 || st2.st_dev != st->st_dev || st2.st_ino != st->st_ino) {
+		close(rfd);
+		return -1;
+	}
+	return rfd;
+}
+
+static struct audit *audit_new(int fd, int flags, char *errbuf, size_t errlen)
+{
+	struct audit *a;
+
+	a = xcalloc(1, sizeof *a);
+	a->fd = fd;
+	a->flags = flags;
+	memset(a->prev, '0', AUDIT_HASH_HEX);
+	a->prev[AUDIT_HASH_HEX] = '\0';
+	buf_init(&a->line);
+	if ((a->md = EVP_MD_fetch(NULL, "SHA256", NULL)) == NULL ||
+	    (a->ctx = EVP_MD_CTX_new()) == NULL) {
+		audit_err(errbuf, errlen, "cannot set up SHA-256 for the audit chain");
+		EVP_MD_free(a->md);
+		free(a);
+		return NULL;
+	}
+	return a;
+}
+
+/* Release a writer whose setup failed, leaving its descriptor alone. */
+static void audit_discard(struct audit *a)
+{
+	EVP_MD_CTX_free(a->ctx);
+	EVP_MD_free(a->md);
+	buf_free(&a->line);
+	free(a);
+}
+
+static void audit_warn_mode(const char *name, const struct stat *st)
+{
+	if (st->st_mode & (S_IRWXG | S_IRWXO))
+		log_warnx("audit: %s is open to group or others (mode %04o); the audit log "
+		          "names every host the sandbox reached",
+		          name, (unsigned)(st->st_mode & 07777));
+}
+
+/*
+ * Open the audit log at path, "-" for stdout. The file is created 0600 and
+ * must be a regular file reached without following a symbolic link in its
+ * last component: the log is sensitive and its directory may be writable by
+ * others. It is opened read-write (O_APPEND) so the chain can continue from
+ * its last line.
+ */
+struct audit *audit_open(const char *path, char *errbuf, size_t errlen)
+{
+	struct audit *a;
+	struct stat st;
+	int fd, fl;
+
+	if (strcmp(path, "-") == 0)
+		return audit_open_fd(STDOUT_FILENO, errbuf, errlen);
+	/* O_NONBLOCK: opening a FIFO or device must not hang; cleared below. */
+	fd =
+	    open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY,
+	         0600);
+	if (fd == -1) {
+		audit_err(errbuf, errlen, "cannot open %s: %s%s", path, strerror(errno),
+		          errno == ELOOP ? " (a symbolic link is not accepted)" : "");
+		return NULL;
+	}
+	if (fstat(fd, &st) == -1) {
+		audit_err(errbuf, errlen, "cannot open %s: %s", path, strerror(errno));
+		goto fail;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		audit_err(errbuf, errlen, "cannot open %s: not a regular file", path);
+		goto fail;
+	}
+	if ((fl = fcntl(fd, F_GETFL)) == -1 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) == -1) {
+		audit_err(errbuf, errlen, "cannot open %s: %s", path, strerror(errno));
+		goto fail;
+	}
+	audit_warn_mode(path, &st);
+	if ((a = audit_new(fd, AUDIT_F_CLOSE | AUDIT_F_REGULAR, errbuf, errlen)) == NULL)
+		goto fail;
+	if (audit_resume(a, fd, path, errbuf, errlen) == -1) {
+		audit_discard(a);
+		goto fail;
+	}
+	return a;
+fail:
+	close(fd);
+	return NULL;
+}
+
+/*
+ * Write the audit log to an open descriptor, which the writer then owns
+ * (audit_close closes it unless it is 0, 1 or 2). On failure it is left
+ * open. A regular file gets O_APPEND and its chain is continued; a pipe,
+ * terminal or socket starts from zeros.
+ */
+struct audit *audit_open_fd(int fd, char *errbuf, size_t errlen)
+{
+	struct audit *a;
+	struct stat st;
+	char name[32];
+	int fl, rfd, flags;
+
+	if (fd == STDOUT_FILENO)
+		snprintf(name, sizeof name, "stdout");
+	else
+		snprintf(name, sizeof name, "fd %d", fd);
+	if (fstat(fd, &st) == -1 || (fl = fcntl(fd, F_GETFL)) == -1) {
+		audit_err(errbuf, errlen, "cannot use %s: %s", name, strerror(errno));
+		return NULL;
+	}
+	if ((fl & O_ACCMODE) == O_RDONLY) {
+		audit_err(errbuf, errlen, "cannot use %s: not open for writing", name);
+		return NULL;
+	}
+	flags = fd > STDERR_FILENO ? AUDIT_F_CLOSE : 0;
+	if (!S_ISREG(st.st_mode))
+		return audit_new(fd, flags, errbuf, errlen);
+
+	flags |= AUDIT_F_REGULAR;
+	if (!(fl & O_APPEND) && fcntl(fd, F_SETFL, fl | O_APPEND) == -1) {
+		audit_err(errbuf, errlen, "cannot use %s: %s", name, strerror(errno));
+		return NULL;
+	}
+	if ((a = audit_new(fd, flags, errbuf, errlen)) == NULL)
+		return NULL;
+	if ((rfd = audit_reader(fd, &st)) == -1) {
+		log_warnx("audit: cannot read back %s; its hash chain restarts from zeros", name);
+		return a;
+	}
+	if (audit_resume(a, rfd, name, errbuf, errlen) == -1) {
+		if (rfd != fd)
+			close(rfd);
+		audit_discard(a);
+		return NULL;
+	}
+	if (rfd != fd)
+		close(rfd);
+	return a;
+}
+
+/*
+ * Append ,"key":"value". Values are capped at AUDIT_FIELD_MAX bytes (cut
+ * before a UTF-8 continuation byte) so every line stays far below what
+ * audit_open accepts as a last line.
+ */
+static void audit_add_str(struct buf *b, const char *key, const char *s, size_t len, int *truncated)
+{
+	if (len > AUDIT_FIELD_MAX) {
+		len = AUDIT_FIELD_MAX;
+		while (len > AUDIT_FIELD_MAX - 3 && ((unsigned char)s[len] & 0xc0) == 0x80)
+			len--;
+		*truncated = 1;
+	}
+	buf_printf(b, ",\"%s\":", key);
+	json_escape(b, s, len);
+}
+
+static void audit_add_cstr(struct buf *b, const char *key, const char *s, int *truncated)
+{
+	if (s != NULL)
+		audit_add_str(b, key, s, strnlen(s, AUDIT_FIELD_MAX + 1), truncated);
+}
+
+static void audit_add_num(struct buf *b, const char *key, int64_t v)
+{
+	if (v >= 0)
+		buf_printf(b, ",\"%s\":%" PRId64, key, v);
+}
+
+static void audit_add_graphql(struct buf *b, const struct gql_result *g)
+{
+	size_t len;
+
+	if (g == NULL || g->op == GQL_NONE)
+		return;
+	buf_printf(b, ",\"graphql\":{\"operation\":");
+	json_escape_str(b, graphql_op_name(g->op));
+	buf_adds(b, ",\"name\":");
+	if ((len = strnlen(g->name, sizeof g->name)) > 0)
+		json_escape(b, g->name, len);
+	else
+		buf_adds(b, "null");
+	buf_addc(b, '}');
+}
+
+/* Build the JSON object of one event into a->line, without a newline. */
+static void audit_build(struct audit *a, const struct audit_event *ev)
+{
+	struct buf *b = &a->line;
+	struct timespec now;
+	char ts[32];
+	int truncated = 0;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	time_rfc3339_ms(&now, ts);
+	buf_printf(b, "{\"v\":1,\"ts\":\"%s\",\"seq\":%" PRIu64, ts, a->seq);
+	audit_add_cstr(b, "event", ev->event, &truncated);
+	audit_add_cstr(b, "action", ev->action, &truncated);
+	audit_add_cstr(b, "rule", ev->rule, &truncated);
+	audit_add_cstr(b, "source", ev->source, &truncated);
+	audit_add_cstr(b, "reason", ev->reason, &truncated);
+	audit_add_cstr(b, "mode", ev->mode, &truncated);
+	audit_add_cstr(b, "client", ev->client, &truncated);
+	audit_add_cstr(b, "host", ev->host, &truncated);
+	audit_add_num(b, "port", ev->port);
+	audit_add_cstr(b, "scheme", ev->scheme, &truncated);
+	audit_add_cstr(b, "method", ev->method, &truncated);
+	/* The query string carries secrets (tokens, keys): never log it. */
+	if (ev->path != NULL)
+		audit_add_str(b, "path", ev->path, strcspn(ev->path, "?#"), &truncated);
+	audit_add_num(b, "status", ev->status);
+	audit_add_num(b, "bytes_up", ev->bytes_up);
+	audit_add_num(b, "bytes_down", ev->bytes_down);
+	audit_add_num(b, "duration_ms", ev->duration_ms);
+	audit_add_graphql(b, ev->graphql);
+	audit_add_cstr(b, "qname", ev->qname, &truncated);
+	audit_add_cstr(b, "qtype", ev->qtype, &truncated);
+	audit_add_cstr(b, "rcode", ev->rcode, &truncated);
+	audit_add_cstr(b, "error", ev->error, &truncated);
+	if (truncated)
+		buf_adds(b, ",\"truncated\":true");
+	buf_printf(b, ",\"prev\":\"%s\"}", a->prev);
+}
+
+/*
+ * Write one event as one line with one write(2). A short write is never
+ * completed by a second write, which another writer's line could split;
+ * the torn bytes stay, the next line starts after a newline and chains from
+ * them. seq counts attempts, so a line that failed leaves a gap.
+ */
+int audit_write(struct audit *a, const struct audit_event *ev)
+{
+	struct buf *b = &a->line;
+	size_t start, end;
+	ssize_t n;
+
+	if (ev->event == NULL) {
+		log_warnx("audit: an event without a type was not written");
+		return -1;
+	}
+	a->seq++;
+	buf_reset(b);
+	if (a->flags & AUDIT_F_TORN)
+		buf_addc(b, '\n');
+	start = b->len;
+	audit_build(a, ev);
+	end = b->len;
+	buf_addc(b, '\n');
+
+	do
+		n = write(a->fd, b->data, b->len);
+	while (n == -1 && errno == EINTR);
+	if (n == -1) {
+		log_warn("audit: cannot write line %" PRIu64, a->seq);
+		return -1;
+	}
+	if ((size_t)n != b->len) {
+		log_warnx("audit: short write of line %" PRIu64 " (%zd of %zu bytes)", a->seq, n,
+		          b->len);
+		a->flags &= ~AUDIT_F_TORN;
+		if ((size_t)n > start) {
+			audit_hash_begin(a);
+			audit_hash_update(a, b->data + start, (size_t)n - start);
+			audit_hash_end(a);
+			a->flags |= AUDIT_F_TORN;
+		}
+		return -1;
+	}
+	a->flags &= ~AUDIT_F_TORN;
+	audit_hash_begin(a);
+	audit_hash_update(a, b->data + start, end - start);
+	audit_hash_end(a);
+	return 0;
+}
+
+/* Flush a regular file to disk and release the writer. */
+void audit_close(struct audit *a)
+{
+	if (a == NULL)
+		return;
+	if ((a->flags & AUDIT_F_REGULAR) && fsync(a->fd) == -1)
+		log_warn("audit: fsync");
+	if ((a->flags & AUDIT_F_CLOSE) && close(a->fd) == -1)
+		log_warn("audit: close");
+	audit_discard(a);
+}

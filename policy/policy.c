@@ -1,0 +1,443 @@
+/*
+ * The decision engine. A policy is an immutable, reference-counted snapshot
+ * compiled from a merged configuration: the host lists become matchers, the
+ * third-party list files are loaded, and from then on decisions only read
+ * it. The proxy, the resolver and policyctl all decide through
+ * policy_decide() and policy_check_addr(), so they cannot disagree.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "policy.h"
+
+struct policy {
+	int			 refcnt;
+	struct config		*cfg;
+	struct domain_set	*allow;
+	struct domain_set	*block;
+	struct domain_set	*passthrough;
+	char			*warnings;
+};
+
+static void
+policy_loc_format(const struct cfg_loc *loc, char *out, size_t len)
+{
+	if (loc->file == NULL)
+		snprintf(out, len, "builtin");
+	else
+		snprintf(out, len, "%s:%u", loc->file, loc->line);
+}
+
+static void
+policy_match_source(const struct domain_match *m, char *out, size_t len)
+{
+	if (m->file == NULL)
+		snprintf(out, len, "builtin");
+	else
+		snprintf(out, len, "%s:%u", m->file, m->line);
+}
+
+/* Compile one config host list into a matcher; errors name the entry. */
+static int
+policy_build_set(struct domain_set *set, const struct cfg_list *list, int flags,
+    const char *what, struct buf *errs)
+{
+	const struct cfg_item *it;
+	const char *err;
+	size_t i;
+	int rc = 0;
+
+	for (i = 0; i < list->n; i++) {
+		it = &list->items[i];
+		err = domain_set_add(set, it->value, strlen(it->value), flags, it->loc.file,
+		    it->loc.line);
+		if (err == NULL)
+			continue;
+		buf_printf(errs, "%s:%u:%u: %s entry \"%s\": %s\n",
+		    it->loc.file ? it->loc.file : "builtin", it->loc.line, it->loc.col, what,
+		    it->value, err);
+		rc = -1;
+	}
+	return rc;
+}
+
+/* Load network.blocklistFiles into the blocklist; unreadable files are errors. */
+static int
+policy_load_lists(struct policy *p, struct buf *errs, struct buf *warn)
+{
+	const struct cfg_list *files = &p->cfg->blocklist_files;
+	struct listfile_stats st;
+	const struct cfg_item *it;
+	size_t i, j, shown;
+	int rc = 0;
+
+	for (i = 0; i < files->n; i++) {
+		it = &files->items[i];
+		memset(&st, 0, sizeof st);
+		if (listfile_load(p->block, it->value, &st) == -1) {
+			buf_printf(errs, "%s:%u:%u: blocklistFiles entry \"%s\": %s\n",
+			    it->loc.file ? it->loc.file : "builtin", it->loc.line, it->loc.col,
+			    it->value, st.error);
+			rc = -1;
+			continue;
+		}
+		if (st.invalid == 0)
+			continue;
+		buf_printf(warn, "%s: %lu entries, %lu invalid line%s ignored (line", it->value,
+		    st.entries, st.invalid, st.invalid == 1 ? "" : "s");
+		shown = st.invalid < LISTFILE_SHOW_INVALID ? st.invalid : LISTFILE_SHOW_INVALID;
+		for (j = 0; j < shown; j++)
+			buf_printf(warn, "%s%lu", j == 0 ? " " : ", ", st.first_invalid[j]);
+		buf_printf(warn, "%s)\n", st.invalid > shown ? ", ..." : "");
+	}
+	return rc;
+}
+
+/*
+ * Compile cfg into a policy. The policy owns cfg from here on, whether or
+ * not this succeeds. Errors are appended to errs as FILE:LINE:COL lines.
+ */
+struct policy *
+policy_new(struct config *cfg, struct buf *errs)
+{
+	struct policy *p;
+	struct buf warn;
+	int rc = 0;
+
+	p = xcalloc(1, sizeof *p);
+	p->refcnt = 1;
+	p->cfg = cfg;
+	p->allow = domain_set_new();
+	p->block = domain_set_new();
+	p->passthrough = domain_set_new();
+	buf_init(&warn);
+
+	if (policy_build_set(p->allow, &cfg->allowlist, DOMAIN_F_ALLOWLIST, "allowlist", errs) == -1)
+		rc = -1;
+	if (policy_build_set(p->block, &cfg->blocklist, 0, "blocklist", errs) == -1)
+		rc = -1;
+	if (policy_build_set(p->passthrough, &cfg->passthrough, DOMAIN_F_NO_ADDR, "passthrough",
+		errs) == -1)
+		rc = -1;
+	if (policy_load_lists(p, errs, &warn) == -1)
+		rc = -1;
+	p->warnings = buf_release(&warn);
+	if (rc == -1) {
+		policy_unref(p);
+		return NULL;
+	}
+	return p;
+}
+
+struct policy *
+policy_ref(struct policy *p)
+{
+	p->refcnt++;
+	return p;
+}
+
+void
+policy_unref(struct policy *p)
+{
+	if (p == NULL || --p->refcnt > 0)
+		return;
+	domain_set_free(p->allow);
+	domain_set_free(p->block);
+	domain_set_free(p->passthrough);
+	config_free(p->cfg);
+	free(p->warnings);
+	free(p);
+}
+
+enum policy_mode
+policy_mode(const struct policy *p)
+{
+	return p->cfg->mode;
+}
+
+const struct config *
+policy_config(const struct policy *p)
+{
+	return p->cfg;
+}
+
+/* Lines about list files that loaded with invalid lines; "" when none. */
+const char *
+policy_warnings(const struct policy *p)
+{
+	return p->warnings;
+}
+
+/* Whether HTTPS to host is tunnelled without interception; by name only. */
+int
+policy_passthrough(const struct policy *p, const struct host *h, struct domain_match *m)
+{
+	if (h->kind != HOST_NAME)
+		return 0;
+	return domain_set_match_name(p->passthrough, h->name, m);
+}
+
+const char *
+policy_action_name(enum policy_action a)
+{
+	switch (a) {
+	case ACTION_ALLOW:
+		return "allow";
+	case ACTION_FLAG:
+		return "flag";
+	case ACTION_BLOCK:
+		break;
+	}
+	return "block";
+}
+
+const char *
+policy_mode_note(enum policy_mode m)
+{
+	switch (m) {
+	case MODE_PRACTICAL:
+		return "practical mode blocks normal DNS/proxy traffic but cannot guarantee "
+		       "direct-IP blocking";
+	case MODE_STRICT:
+		return "strict mode: only allowlisted hosts are reachable, and all egress is "
+		       "forced through egressd";
+	case MODE_OFF:
+		break;
+	}
+	return "off mode: nothing leaves the sandbox";
+}
+
+static void
+decision_set(struct decision *d, enum policy_action action, const char *rule, const char *list)
+{
+	d->action = action;
+	snprintf(d->rule, sizeof d->rule, "%s", rule);
+	d->list = list;
+}
+
+static void
+decision_from_match(struct decision *d, enum policy_action action, const struct domain_match *m,
+    const char *list)
+{
+	decision_set(d, action, m->pattern, list);
+	policy_match_source(m, d->source, sizeof d->source);
+}
+
+/* Find method in allowMethods; methods are case-sensitive (RFC 9110). */
+static const struct cfg_item *
+policy_find_method(const struct config *cfg, const char *method)
+{
+	size_t i;
+
+	for (i = 0; i < cfg->allow_methods.n; i++)
+		if (strcmp(cfg->allow_methods.items[i].value, method) == 0)
+			return &cfg->allow_methods.items[i];
+	return NULL;
+}
+
+static void
+policy_methods_text(const struct config *cfg, char *out, size_t len)
+{
+	size_t i, off = 0;
+	int n;
+
+	out[0] = '\0';
+	for (i = 0; i < cfg->allow_methods.n && off < len; i++) {
+		n = snprintf(out + off, len - off, "%s%s", i ? ", " : "",
+		    cfg->allow_methods.items[i].value);
+		if (n < 0)
+			break;
+		off += (size_t)n;
+	}
+	if (cfg->allow_methods.n == 0)
+		snprintf(out, len, "none");
+}
+
+/* A request that breaks the practical-mode rules: block or flag it. */
+static void
+policy_violation(const struct policy *p, struct decision *d, const char *rule, const char *list,
+    const struct cfg_loc *loc)
+{
+	enum policy_action a;
+	size_t n;
+
+	a = p->cfg->on_violation == VIOLATION_FLAG ? ACTION_FLAG : ACTION_BLOCK;
+	decision_set(d, a, rule, list);
+	policy_loc_format(loc, d->source, sizeof d->source);
+	if (a == ACTION_FLAG) {
+		n = strlen(d->reason);
+		snprintf(d->reason + n, sizeof d->reason - n, "; let through (onViolation: flag)");
+	}
+}
+
+/* Step 4 of the decision order: methods and GraphQL in practical mode. */
+static void
+policy_decide_request(const struct policy *p, const struct policy_request *req,
+    struct decision *d)
+{
+	const struct config *cfg = p->cfg;
+	const struct cfg_item *mi;
+	char methods[256];
+
+	if (d->graphql_present && d->gql.op != GQL_QUERY) {
+		if (d->gql.op == GQL_MUTATION)
+			snprintf(d->reason, sizeof d->reason, "GraphQL mutation%s%s is a write",
+			    d->gql.name[0] ? " " : "", d->gql.name);
+		else if (d->gql.op == GQL_SUBSCRIPTION)
+			snprintf(d->reason, sizeof d->reason,
+			    "GraphQL subscription%s%s is not a read-only query",
+			    d->gql.name[0] ? " " : "", d->gql.name);
+		else
+			snprintf(d->reason, sizeof d->reason,
+			    "GraphQL request not provably a query (%s)",
+			    d->gql.reason ? d->gql.reason : "unparsable");
+		policy_violation(p, d,
+		    d->gql.op == GQL_MUTATION       ? "graphql-mutation"
+		    : d->gql.op == GQL_SUBSCRIPTION ? "graphql-subscription"
+						    : "graphql-not-query",
+		    "graphql", &cfg->allow_graphql_queries_loc);
+		return;
+	}
+	if ((mi = policy_find_method(cfg, req->method)) != NULL) {
+		decision_set(d, ACTION_ALLOW, "allow-methods", "methods");
+		policy_loc_format(&mi->loc, d->source, sizeof d->source);
+		snprintf(d->reason, sizeof d->reason, "%s is an allowed method", req->method);
+		return;
+	}
+	if (d->graphql_present && cfg->allow_graphql_queries) {
+		decision_set(d, ACTION_ALLOW, "graphql-query", "graphql");
+		policy_loc_format(&cfg->allow_graphql_queries_loc, d->source, sizeof d->source);
+		snprintf(d->reason, sizeof d->reason, "GraphQL query%s%s is read-only",
+		    d->gql.name[0] ? " " : "", d->gql.name);
+		return;
+	}
+	policy_methods_text(cfg, methods, sizeof methods);
+	snprintf(d->reason, sizeof d->reason, "%s is not an allowed method (allowMethods: %s)",
+	    req->method, methods);
+	policy_violation(p, d, "method-not-allowed", "methods", &cfg->allow_methods.loc);
+}
+
+/*
+ * Decide a request on its host as written, its method and (for GraphQL)
+ * its body, following DESIGN §5 steps 1-4 (with mode off decided first).
+ * Step 5 needs the address actually connected to: policy_check_addr()
+ * applies it afterwards.
+ */
+void
+policy_decide(const struct policy *p, const struct policy_request *req, struct decision *d)
+{
+	const struct config *cfg = p->cfg;
+	const struct host *h = req->host;
+	struct domain_match m;
+	int hit;
+
+	memset(d, 0, sizeof *d);
+	if (req->method != NULL) {
+		graphql_classify_request(req->method, req->content_type, req->body, req->body_len,
+		    req->body_truncated, req->query, &d->gql);
+		d->graphql_present = d->gql.op != GQL_NONE;
+	}
+
+	/*
+	 * Off means no network at all: it is decided before the allowlist,
+	 * because the payload can still reach egressd over loopback in that
+	 * mode and an allowlisted host must not become a way out.
+	 */
+	if (cfg->mode == MODE_OFF) {
+		decision_set(d, ACTION_BLOCK, "mode-off", "mode");
+		policy_loc_format(&cfg->mode_loc, d->source, sizeof d->source);
+		snprintf(d->reason, sizeof d->reason, "network mode is off: nothing leaves");
+		return;
+	}
+
+	/* 1. The allowlist wins over everything else, all methods. */
+	if (h->kind == HOST_NAME)
+		hit = domain_set_match_name(p->allow, h->name, &m);
+	else
+		hit = domain_set_match_addr(p->allow, &h->addr, &m);
+	if (hit) {
+		decision_from_match(d, ACTION_ALLOW, &m, "allowlist");
+		d->name_allowlisted = 1;
+		d->name_exact_allow = h->kind == HOST_NAME && m.kind == DOMAIN_EXACT;
+		snprintf(d->reason, sizeof d->reason, "%s is on the allowlist (all methods)",
+		    h->name);
+		return;
+	}
+
+	/* 2. The blocklist. */
+	if (h->kind == HOST_NAME)
+		hit = domain_set_match_name(p->block, h->name, &m);
+	else
+		hit = domain_set_match_addr(p->block, &h->addr, &m);
+	if (hit) {
+		decision_from_match(d, ACTION_BLOCK, &m, "blocklist");
+		snprintf(d->reason, sizeof d->reason, "%s is on the blocklist", h->name);
+		return;
+	}
+
+	/* 3. Strict mode denies by default. */
+	if (cfg->mode == MODE_STRICT) {
+		decision_set(d, ACTION_BLOCK, "strict-default-deny", "mode");
+		policy_loc_format(&cfg->mode_loc, d->source, sizeof d->source);
+		snprintf(d->reason, sizeof d->reason,
+		    "strict mode: only allowlisted hosts are reachable");
+		return;
+	}
+
+	/* 4. Practical mode: read-only methods and GraphQL queries. */
+	if (req->method == NULL) {
+		decision_set(d, ACTION_ALLOW, "unlisted-host", "mode");
+		policy_loc_format(&cfg->mode_loc, d->source, sizeof d->source);
+		snprintf(d->reason, sizeof d->reason,
+		    "%s is not listed; practical mode checks each request's method", h->name);
+		return;
+	}
+	policy_decide_request(p, req, d);
+}
+
+/*
+ * Step 5: the address actually connected to (after resolution, so DNS
+ * rebinding cannot dodge it). Blocklist address entries apply unless the
+ * name was allowlisted, then the private-address guard: lifted by an
+ * allowlist address entry covering the address, or an exact-name
+ * allowlist entry for the requested host; metadata addresses yield only
+ * to an address entry. d holds policy_decide()'s answer and is updated.
+ */
+void
+policy_check_addr(const struct policy *p, const struct addr *addr, struct decision *d)
+{
+	struct domain_match m;
+	struct addr a;
+	const char *special;
+	char text[64];
+	int addr_allowed;
+
+	if (d->action == ACTION_BLOCK)
+		return;
+	addr_unmap(addr, &a);
+	addr_format(&a, text, sizeof text);
+	addr_allowed = domain_set_match_addr(p->allow, &a, &m);
+	if (!addr_allowed && !d->name_allowlisted && domain_set_match_addr(p->block, &a, &m)) {
+		decision_from_match(d, ACTION_BLOCK, &m, "blocklist");
+		snprintf(d->reason, sizeof d->reason, "destination address %s is on the blocklist",
+		    text);
+		return;
+	}
+	if ((special = addr_special(&a)) == NULL || addr_allowed)
+		return;
+	if (d->name_exact_allow && !addr_is_metadata(&a))
+		return;
+	decision_set(d, ACTION_BLOCK, "private-address", "address");
+	snprintf(d->source, sizeof d->source, "builtin");
+	if (addr_is_metadata(&a))
+		snprintf(d->reason, sizeof d->reason,
+		    "destination %s is a cloud metadata address; only an allowlist address "
+		    "entry lifts this",
+		    text);
+	else
+		snprintf(d->reason, sizeof d->reason,
+		    "destination %s is not globally reachable (%s); an allowlist address entry "
+		    "or an exact-name allowlist entry lifts this",
+		    text, special);
+}

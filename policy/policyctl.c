@@ -1,0 +1,569 @@
+/*
+ * policyctl: the policy seen from the command line. `explain` answers what
+ * the policy does with one request and which rule of which file decided,
+ * through the same policy_decide()/policy_check_addr() calls egressd makes;
+ * `check` validates configuration files and prints the effective result.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "policy.h"
+
+#define EXIT_USAGE	2
+
+struct ctl {
+	char		**files;
+	size_t		  nfiles;
+	int		  json;
+	const char	 *method;
+	const char	 *body_path;
+	const char	 *content_type;
+};
+
+static void
+usage(FILE *f)
+{
+	fprintf(f,
+	    "usage: policyctl explain [--config FILE]... [--method M] [--body FILE]\n"
+	    "                         [--content-type T] [--json] HOST|URL\n"
+	    "       policyctl check   [--config FILE]... [--json]\n"
+	    "\n"
+	    "With no --config the embedded default policy is used. The first --config is\n"
+	    "the global file, later ones are project files merged over it.\n");
+}
+
+static void
+ctl_add_file(struct ctl *c, const char *path)
+{
+	c->files = xreallocarray(c->files, c->nfiles + 1, sizeof *c->files);
+	c->files[c->nfiles++] = xstrdup(path);
+}
+
+static void
+ctl_free(struct ctl *c)
+{
+	size_t i;
+
+	for (i = 0; i < c->nfiles; i++)
+		free(c->files[i]);
+	free(c->files);
+}
+
+/* Print the error lines of a failed load, one per line, then a count. */
+static void
+print_errors(const char *text)
+{
+	const char *p;
+	size_t n = 0;
+
+	fputs(text, stderr);
+	for (p = text; *p != '\0'; p++)
+		if (*p == '\n')
+			n++;
+	fprintf(stderr, "policyctl: %zu error%s in configuration\n", n, n == 1 ? "" : "s");
+}
+
+/* Load and compile the policy the files describe; NULL after printing why. */
+static struct policy *
+ctl_load(struct ctl *c, struct buf *errs)
+{
+	struct config *cfg;
+
+	if ((cfg = config_load(c->files, c->nfiles, errs)) == NULL)
+		return NULL;
+	return policy_new(cfg, errs);
+}
+
+static int
+method_valid(const char *m)
+{
+	static const char tchar[] = "!#$%&'*+-.^_`|~";
+
+	if (*m == '\0' || strlen(m) > 32)
+		return 0;
+	for (; *m != '\0'; m++)
+		if (!((*m >= 'a' && *m <= 'z') || (*m >= 'A' && *m <= 'Z') ||
+			(*m >= '0' && *m <= '9') || strchr(tchar, *m) != NULL))
+			return 0;
+	return 1;
+}
+
+/* Read at most max bytes of path; *truncated says whether there was more. */
+static char *
+read_body(const char *path, size_t max, size_t *len, int *truncated)
+{
+	FILE *f;
+	char *data;
+	size_t n;
+	int c;
+
+	if ((f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb")) == NULL) {
+		fprintf(stderr, "policyctl: %s: %s\n", path, strerror(errno));
+		return NULL;
+	}
+	data = xmalloc(max + 1);
+	n = fread(data, 1, max, f);
+	if (ferror(f)) {
+		fprintf(stderr, "policyctl: %s: read error\n", path);
+		free(data);
+		if (f != stdin)
+			fclose(f);
+		return NULL;
+	}
+	*truncated = n == max && (c = fgetc(f)) != EOF;
+	if (f != stdin)
+		fclose(f);
+	data[n] = '\0';
+	*len = n;
+	return data;
+}
+
+/* A body given without --content-type: JSON when it looks like JSON. */
+static const char *
+guess_content_type(const char *body, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		if (body[i] == ' ' || body[i] == '\t' || body[i] == '\r' || body[i] == '\n')
+			continue;
+		return body[i] == '{' || body[i] == '[' ? "application/json" : "application/graphql";
+	}
+	return "application/json";
+}
+
+static const char *
+action_word(enum policy_action a)
+{
+	switch (a) {
+	case ACTION_ALLOW:
+		return "allowed";
+	case ACTION_FLAG:
+		return "flagged";
+	case ACTION_BLOCK:
+		break;
+	}
+	return "blocked";
+}
+
+/* Notes that help a person read the answer; at most a handful. */
+static size_t
+explain_notes(const struct policy *p, const char *input, const struct url *u,
+    const struct decision *d, const char *notes[], char store[][320], size_t max)
+{
+	struct domain_match m;
+	size_t n = 0;
+
+	notes[n++] = policy_mode_note(policy_mode(p));
+	if (u->host.kind == HOST_ADDR && strstr(input, u->host.name) == NULL && n < max) {
+		snprintf(store[n], sizeof store[n],
+		    "the host is an IP address written in another form: %s", u->host.name);
+		notes[n] = store[n];
+		n++;
+	}
+	if (u->host.kind == HOST_NAME && d->action != ACTION_BLOCK && n < max) {
+		notes[n++] = "decided by the name as written; egressd also checks the address it "
+			     "resolves to (private addresses are blocked unless allowlisted)";
+	}
+	if (d->action != ACTION_BLOCK && policy_passthrough(p, &u->host, &m) && n < max) {
+		snprintf(store[n], sizeof store[n],
+		    "passthrough (%s): HTTPS to this host is tunnelled without interception, "
+		    "so methods inside TLS are not checked",
+		    m.pattern);
+		notes[n] = store[n];
+		n++;
+	}
+	if (d->action == ACTION_FLAG && n < max)
+		notes[n++] = "flagged requests are let through and recorded in the audit log";
+	return n;
+}
+
+static void
+explain_print_text(const char *input, const struct url *u, const char *method,
+    const struct decision *d, const struct policy *p, const char *notes[], size_t nnotes)
+{
+	size_t i;
+
+	printf("%s: %s\n", action_word(d->action), u->host.name);
+	printf("matched rule: %s (%s%s%s)\n", d->rule, d->list ? d->list : "",
+	    d->list ? ", " : "", d->source);
+	printf("reason: %s\n", d->reason);
+	printf("method: %s\n", method);
+	if (d->graphql_present)
+		printf("graphql: %s%s%s\n", graphql_op_name(d->gql.op), d->gql.name[0] ? " " : "",
+		    d->gql.name);
+	printf("mode: %s\n", config_mode_name(policy_mode(p)));
+	for (i = 0; i < nnotes; i++)
+		printf("note: %s\n", notes[i]);
+	(void)input;
+}
+
+static void
+json_key(struct buf *b, const char *key, int first)
+{
+	if (!first)
+		buf_addc(b, ',');
+	json_escape_str(b, key);
+	buf_addc(b, ':');
+}
+
+static void
+explain_print_json(const struct url *u, const char *method, const struct decision *d,
+    const struct policy *p, const char *notes[], size_t nnotes)
+{
+	struct buf b;
+	size_t i;
+
+	buf_init(&b);
+	buf_addc(&b, '{');
+	json_key(&b, "host", 1);
+	json_escape_str(&b, u->host.name);
+	json_key(&b, "host_kind", 0);
+	json_escape_str(&b, u->host.kind == HOST_ADDR ? "address" : "name");
+	json_key(&b, "action", 0);
+	json_escape_str(&b, policy_action_name(d->action));
+	json_key(&b, "rule", 0);
+	json_escape_str(&b, d->rule);
+	json_key(&b, "list", 0);
+	json_escape_str(&b, d->list);
+	json_key(&b, "source", 0);
+	json_escape_str(&b, d->source);
+	json_key(&b, "mode", 0);
+	json_escape_str(&b, config_mode_name(policy_mode(p)));
+	json_key(&b, "method", 0);
+	json_escape_str(&b, method);
+	json_key(&b, "scheme", 0);
+	json_escape_str(&b, u->scheme[0] ? u->scheme : NULL);
+	json_key(&b, "port", 0);
+	if (u->port != 0)
+		buf_printf(&b, "%u", u->port);
+	else
+		buf_adds(&b, "null");
+	json_key(&b, "path", 0);
+	json_escape_str(&b, u->path);
+	json_key(&b, "graphql", 0);
+	if (d->graphql_present) {
+		buf_addc(&b, '{');
+		json_key(&b, "operation", 1);
+		json_escape_str(&b, graphql_op_name(d->gql.op));
+		json_key(&b, "name", 0);
+		json_escape_str(&b, d->gql.name[0] ? d->gql.name : NULL);
+		buf_addc(&b, '}');
+	} else
+		buf_adds(&b, "null");
+	json_key(&b, "reason", 0);
+	json_escape_str(&b, d->reason);
+	json_key(&b, "notes", 0);
+	buf_addc(&b, '[');
+	for (i = 0; i < nnotes; i++) {
+		if (i > 0)
+			buf_addc(&b, ',');
+		json_escape_str(&b, notes[i]);
+	}
+	buf_adds(&b, "]}\n");
+	fputs(buf_cstr(&b), stdout);
+	buf_free(&b);
+}
+
+static int
+cmd_explain(struct ctl *c, const char *input)
+{
+	struct policy_request req;
+	struct decision d;
+	struct policy *p;
+	struct url u;
+	struct buf errs;
+	const char *err, *notes[8];
+	char store[8][320];
+	char *body = NULL;
+	size_t nnotes;
+	int rc = EXIT_USAGE;
+
+	memset(&u, 0, sizeof u);
+	buf_init(&errs);
+	if (!method_valid(c->method)) {
+		fprintf(stderr, "policyctl: invalid method \"%s\"\n", c->method);
+		goto out;
+	}
+	if ((err = url_parse(input, &u)) != NULL) {
+		fprintf(stderr, "policyctl: %s: %s\n", input, err);
+		goto out;
+	}
+	if ((p = ctl_load(c, &errs)) == NULL) {
+		print_errors(buf_cstr(&errs));
+		goto out;
+	}
+	memset(&req, 0, sizeof req);
+	req.host = &u.host;
+	req.method = c->method;
+	req.query = u.query;
+	if (c->body_path != NULL) {
+		body = read_body(c->body_path, policy_config(p)->max_graphql_body, &req.body_len,
+		    &req.body_truncated);
+		if (body == NULL) {
+			policy_unref(p);
+			goto out;
+		}
+		req.body = body;
+		req.content_type =
+		    c->content_type ? c->content_type : guess_content_type(body, req.body_len);
+	} else
+		req.content_type = c->content_type;
+
+	policy_decide(p, &req, &d);
+	if (u.host.kind == HOST_ADDR)
+		policy_check_addr(p, &u.host.addr, &d);
+	nnotes = explain_notes(p, input, &u, &d, notes, store, EG_NELEM(notes));
+	if (c->json)
+		explain_print_json(&u, c->method, &d, p, notes, nnotes);
+	else
+		explain_print_text(input, &u, c->method, &d, p, notes, nnotes);
+	policy_unref(p);
+	rc = 0;
+out:
+	free(body);
+	url_free(&u);
+	buf_free(&errs);
+	return rc;
+}
+
+static void
+json_loc(struct buf *b, const struct cfg_loc *loc)
+{
+	if (loc->file == NULL)
+		buf_adds(b, "\"builtin\"");
+	else {
+		char s[512];
+
+		snprintf(s, sizeof s, "%s:%u", loc->file, loc->line);
+		json_escape_str(b, s);
+	}
+}
+
+static void
+json_value_str(struct buf *b, const char *key, const char *value, const struct cfg_loc *loc)
+{
+	json_key(b, key, 0);
+	buf_adds(b, "{\"value\":");
+	json_escape_str(b, value);
+	buf_adds(b, ",\"source\":");
+	json_loc(b, loc);
+	buf_addc(b, '}');
+}
+
+static void
+json_value_int(struct buf *b, const char *key, long long value, const struct cfg_loc *loc)
+{
+	json_key(b, key, 0);
+	buf_printf(b, "{\"value\":%lld,\"source\":", value);
+	json_loc(b, loc);
+	buf_addc(b, '}');
+}
+
+static void
+json_value_bool(struct buf *b, const char *key, int value, const struct cfg_loc *loc)
+{
+	json_key(b, key, 0);
+	buf_printf(b, "{\"value\":%s,\"source\":", value ? "true" : "false");
+	json_loc(b, loc);
+	buf_addc(b, '}');
+}
+
+static void
+json_list(struct buf *b, const char *key, const struct cfg_list *l)
+{
+	size_t i;
+
+	json_key(b, key, 0);
+	buf_addc(b, '[');
+	for (i = 0; i < l->n; i++) {
+		if (i > 0)
+			buf_addc(b, ',');
+		buf_adds(b, "{\"value\":");
+		json_escape_str(b, l->items[i].value);
+		buf_adds(b, ",\"source\":");
+		json_loc(b, &l->items[i].loc);
+		buf_addc(b, '}');
+	}
+	buf_addc(b, ']');
+}
+
+/* Append each line of text as a JSON string of an array. */
+static void
+json_lines(struct buf *b, const char *text)
+{
+	const char *nl;
+	int first = 1;
+
+	buf_addc(b, '[');
+	while (text != NULL && *text != '\0') {
+		nl = strchr(text, '\n');
+		if (!first)
+			buf_addc(b, ',');
+		json_escape(b, text, nl ? (size_t)(nl - text) : strlen(text));
+		first = 0;
+		text = nl ? nl + 1 : NULL;
+	}
+	buf_addc(b, ']');
+}
+
+static void
+check_print_json(const struct config *cfg, const char *errors, const char *warnings)
+{
+	struct buf b;
+	size_t i;
+
+	buf_init(&b);
+	buf_printf(&b, "{\"ok\":%s,\"errors\":", cfg ? "true" : "false");
+	json_lines(&b, errors);
+	buf_adds(&b, ",\"warnings\":");
+	json_lines(&b, warnings);
+	if (cfg != NULL) {
+		buf_adds(&b, ",\"files\":[");
+		for (i = 0; i < cfg->nfiles; i++) {
+			if (i > 0)
+				buf_addc(&b, ',');
+			json_escape_str(&b, cfg->files[i]);
+		}
+		buf_adds(&b, "],\"network\":{\"_\":0");
+		json_value_str(&b, "mode", config_mode_name(cfg->mode), &cfg->mode_loc);
+		json_value_bool(&b, "inheritGlobal", cfg->inherit_global, &cfg->inherit_global_loc);
+		json_list(&b, "blocklist", &cfg->blocklist);
+		json_list(&b, "allowlist", &cfg->allowlist);
+		json_list(&b, "passthrough", &cfg->passthrough);
+		json_list(&b, "blocklistFiles", &cfg->blocklist_files);
+		json_list(&b, "allowMethods", &cfg->allow_methods);
+		json_value_bool(&b, "allowGraphqlQueries", cfg->allow_graphql_queries,
+		    &cfg->allow_graphql_queries_loc);
+		json_value_str(&b, "onViolation",
+		    cfg->on_violation == VIOLATION_FLAG ? "flag" : "block", &cfg->on_violation_loc);
+		json_value_bool(&b, "failClosed", cfg->fail_closed, &cfg->fail_closed_loc);
+		json_value_int(&b, "proxyPort", cfg->proxy_port, &cfg->proxy_port_loc);
+		json_value_int(&b, "dnsPort", cfg->dns_port, &cfg->dns_port_loc);
+		json_value_int(&b, "maxGraphqlBody", (long long)cfg->max_graphql_body,
+		    &cfg->max_graphql_body_loc);
+		buf_adds(&b, "},\"audit\":{\"_\":0");
+		json_value_str(&b, "path", cfg->audit_path, &cfg->audit_path_loc);
+		buf_addc(&b, '}');
+	}
+	buf_adds(&b, "}\n");
+	fputs(buf_cstr(&b), stdout);
+	buf_free(&b);
+}
+
+static int
+cmd_check(struct ctl *c)
+{
+	struct policy *p;
+	struct buf errs, dump;
+	const char *w;
+
+	buf_init(&errs);
+	buf_init(&dump);
+	p = ctl_load(c, &errs);
+	if (c->json) {
+		check_print_json(p ? policy_config(p) : NULL, buf_cstr(&errs),
+		    p ? policy_warnings(p) : NULL);
+	} else if (p == NULL) {
+		print_errors(buf_cstr(&errs));
+	} else {
+		w = policy_warnings(p);
+		while (w != NULL && *w != '\0') {
+			const char *nl = strchr(w, '\n');
+			int len = nl ? (int)(nl - w) : (int)strlen(w);
+
+			fprintf(stderr, "policyctl: warning: %.*s\n", len, w);
+			w = nl ? nl + 1 : NULL;
+		}
+		config_dump(policy_config(p), &dump);
+		printf("configuration OK\n%s", buf_cstr(&dump));
+	}
+	buf_free(&errs);
+	buf_free(&dump);
+	if (p == NULL)
+		return EXIT_USAGE;
+	policy_unref(p);
+	return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"config", required_argument, NULL, 'c'},
+		{"method", required_argument, NULL, 'm'},
+		{"body", required_argument, NULL, 'b'},
+		{"content-type", required_argument, NULL, 't'},
+		{"json", no_argument, NULL, 'j'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	struct ctl c;
+	const char *cmd;
+	int ch, rc, explain;
+
+	log_init("policyctl", LOG_LVL_WARN);
+	if (argc < 2) {
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	cmd = argv[1];
+	if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "help") == 0) {
+		usage(stdout);
+		return 0;
+	}
+	explain = strcmp(cmd, "explain") == 0;
+	if (!explain && strcmp(cmd, "check") != 0) {
+		fprintf(stderr, "policyctl: unknown command \"%s\"\n", cmd);
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	memset(&c, 0, sizeof c);
+	c.method = "GET";
+	optind = 2;
+	while ((ch = getopt_long(argc, argv, "c:m:b:t:jh", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'c':
+			ctl_add_file(&c, optarg);
+			break;
+		case 'j':
+			c.json = 1;
+			break;
+		case 'h':
+			usage(stdout);
+			ctl_free(&c);
+			return 0;
+		case 'm':
+		case 'b':
+		case 't':
+			if (explain) {
+				if (ch == 'm')
+					c.method = optarg;
+				else if (ch == 'b')
+					c.body_path = optarg;
+				else
+					c.content_type = optarg;
+				break;
+			}
+			/* FALLTHROUGH */
+		default:
+			usage(stderr);
+			ctl_free(&c);
+			return EXIT_USAGE;
+		}
+	}
+	if ((explain && optind != argc - 1) || (!explain && optind != argc)) {
+		fprintf(stderr, "policyctl: %s\n",
+		    explain ? "explain needs exactly one HOST or URL" : "check takes no operands");
+		usage(stderr);
+		ctl_free(&c);
+		return EXIT_USAGE;
+	}
+	rc = explain ? cmd_explain(&c, argv[optind]) : cmd_check(&c);
+	ctl_free(&c);
+	return rc;
+}

@@ -47,6 +47,7 @@ buf_reserve(struct buf *b, size_t n)
 		cap = cap > SIZE_MAX / 2 ? want : cap * 2;
 	b->data = xreallocarray(b->data, 1, cap);
 	b->cap = cap;
+	b->data[b->len] = '\0';
 }
 
 void

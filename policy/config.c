@@ -20,34 +20,33 @@
 #define CONFIG_TAG_PREFIX "tag:yaml.org,2002:"
 
 struct cfg_msg {
-	unsigned	 line;
-	unsigned	 col;
-	size_t		 seq;
-	char		*text;
+	unsigned line;
+	unsigned col;
+	size_t seq;
+	char *text;
 };
 
 struct cfg_ctx {
-	struct cfg_msg	*msgs;	/* the current file's, sorted at the end */
-	size_t		 nmsgs;
-	size_t		 dropped;
-	size_t		 total;	/* every error of this load */
-	struct buf	*out;
+	struct cfg_msg *msgs; /* the current file's, sorted at the end */
+	size_t nmsgs;
+	size_t dropped;
+	size_t total; /* every error of this load */
+	struct buf *out;
 };
 
 struct cfg_reader {
-	struct cfg_ctx	*ctx;
-	const char	*file;
-	struct cfg_node	*root;
-	struct cfg_node	*stack[CONFIG_MAX_DEPTH];
-	size_t		 depth;
-	size_t		 nodes;
-	int		 ndocs;
-	int		 broken; /* the tree is partial: do not validate it */
+	struct cfg_ctx *ctx;
+	const char *file;
+	struct cfg_node *root;
+	struct cfg_node *stack[CONFIG_MAX_DEPTH];
+	size_t depth;
+	size_t nodes;
+	int ndocs;
+	int broken; /* the tree is partial: do not validate it */
 };
 
 /* Escape untrusted text for a message: quotes, backslashes, bytes outside ASCII. */
-void
-config_escape(struct buf *b, const char *s, size_t len)
+void config_escape(struct buf *b, const char *s, size_t len)
 {
 	size_t i, max = len > CONFIG_MAX_SHOWN ? CONFIG_MAX_SHOWN : len;
 	unsigned char c;
@@ -63,10 +62,10 @@ config_escape(struct buf *b, const char *s, size_t len)
 	}
 	if (max < len)
 		buf_adds(b, "...");
+	buf_add(b, "", 0); /* terminated even when nothing was added */
 }
 
-void
-config_error(struct cfg_ctx *ctx, const struct cfg_loc *loc, const char *fmt, ...)
+void config_error(struct cfg_ctx *ctx, const struct cfg_loc *loc, const char *fmt, ...)
 {
 	struct cfg_msg *m;
 	struct buf b;
@@ -95,8 +94,7 @@ config_error(struct cfg_ctx *ctx, const struct cfg_loc *loc, const char *fmt, ..
 	m->text = buf_release(&b);
 }
 
-static int
-config_msg_cmp(const void *a, const void *b)
+static int config_msg_cmp(const void *a, const void *b)
 {
 	const struct cfg_msg *x = a, *y = b;
 
@@ -108,8 +106,7 @@ config_msg_cmp(const void *a, const void *b)
 }
 
 /* Hand one file's messages to the caller, in file order. */
-static void
-config_flush(struct cfg_ctx *ctx, const char *file)
+static void config_flush(struct cfg_ctx *ctx, const char *file)
 {
 	size_t i;
 
@@ -121,15 +118,14 @@ config_flush(struct cfg_ctx *ctx, const char *file)
 	}
 	if (ctx->dropped > 0)
 		buf_printf(ctx->out, "%s: %zu more errors not shown\n",
-		    file != NULL ? file : "builtin", ctx->dropped);
+		           file != NULL ? file : "builtin", ctx->dropped);
 	free(ctx->msgs);
 	ctx->msgs = NULL;
 	ctx->nmsgs = 0;
 	ctx->dropped = 0;
 }
 
-static void
-config_node_free(struct cfg_node *n)
+static void config_node_free(struct cfg_node *n)
 {
 	size_t i;
 
@@ -142,8 +138,7 @@ config_node_free(struct cfg_node *n)
 	free(n);
 }
 
-static struct cfg_loc
-config_mark(const struct cfg_reader *r, const yaml_mark_t *m)
+static struct cfg_loc config_mark(const struct cfg_reader *r, const yaml_mark_t *m)
 {
 	struct cfg_loc loc;
 
@@ -154,10 +149,9 @@ config_mark(const struct cfg_reader *r, const yaml_mark_t *m)
 }
 
 /* Standard tags only: a custom tag would ask for a type this schema lacks. */
-static int
-config_tag_ok(const char *tag)
+static int config_tag_ok(const char *tag)
 {
-	static const char *const ok[] = { "str", "int", "bool", "null", "float", "seq", "map" };
+	static const char *const ok[] = {"str", "int", "bool", "null", "float", "seq", "map"};
 	size_t i;
 
 	if (tag == NULL || strcmp(tag, "!") == 0)
@@ -171,9 +165,9 @@ config_tag_ok(const char *tag)
 }
 
 /* Create a node for an event and hang it under the open collection. */
-static struct cfg_node *
-config_node_add(struct cfg_reader *r, const yaml_event_t *ev, enum cfg_node_type type,
-    const char *anchor, const char *tag)
+static struct cfg_node *config_node_add(struct cfg_reader *r, const yaml_event_t *ev,
+                                        enum cfg_node_type type, const char *anchor,
+                                        const char *tag)
 {
 	struct cfg_node *n, *parent;
 	struct buf b;
@@ -193,8 +187,10 @@ config_node_add(struct cfg_reader *r, const yaml_event_t *ev, enum cfg_node_type
 		n->flags |= CFG_NODE_F_BAD;
 	}
 	if (++r->nodes > CONFIG_MAX_NODES) {
-		config_error(r->ctx, &n->loc, "more than %d nodes: put long host lists in "
-		    "blocklistFiles", CONFIG_MAX_NODES);
+		config_error(r->ctx, &n->loc,
+		             "more than %d nodes: put long host lists in "
+		             "blocklistFiles",
+		             CONFIG_MAX_NODES);
 		r->broken = 1;
 	}
 	if (r->depth == 0) {
@@ -206,13 +202,12 @@ config_node_add(struct cfg_reader *r, const yaml_event_t *ev, enum cfg_node_type
 	/* Grow at powers of two: the capacity is implied by the count. */
 	if ((parent->n & (parent->n - 1)) == 0)
 		parent->kids = xreallocarray(parent->kids, parent->n ? parent->n * 2 : 1,
-		    sizeof *parent->kids);
+		                             sizeof *parent->kids);
 	parent->kids[parent->n++] = n;
 	return n;
 }
 
-static void
-config_push(struct cfg_reader *r, struct cfg_node *n)
+static void config_push(struct cfg_reader *r, struct cfg_node *n)
 {
 	if (r->depth == CONFIG_MAX_DEPTH) {
 		config_error(r->ctx, &n->loc, "nesting deeper than %d levels", CONFIG_MAX_DEPTH);
@@ -222,8 +217,7 @@ config_push(struct cfg_reader *r, struct cfg_node *n)
 	r->stack[r->depth++] = n;
 }
 
-static int
-config_key_cmp(const void *a, const void *b)
+static int config_key_cmp(const void *a, const void *b)
 {
 	const struct cfg_node *x = *(struct cfg_node *const *)a;
 	const struct cfg_node *y = *(struct cfg_node *const *)b;
@@ -239,8 +233,7 @@ config_key_cmp(const void *a, const void *b)
 }
 
 /* Report repeated keys; sorting keeps huge mappings from going quadratic. */
-static void
-config_check_dups(struct cfg_reader *r, struct cfg_node *map)
+static void config_check_dups(struct cfg_reader *r, struct cfg_node *map)
 {
 	struct cfg_node **keys, *first = NULL;
 	size_t i, n = 0;
@@ -248,7 +241,8 @@ config_check_dups(struct cfg_reader *r, struct cfg_node *map)
 
 	keys = xreallocarray(NULL, map->n / 2 + 1, sizeof *keys);
 	for (i = 0; i + 1 < map->n; i += 2)
-		if (map->kids[i]->type == CFG_NODE_SCALAR && !(map->kids[i]->flags & CFG_NODE_F_BAD))
+		if (map->kids[i]->type == CFG_NODE_SCALAR &&
+		    !(map->kids[i]->flags & CFG_NODE_F_BAD))
 			keys[n++] = map->kids[i];
 	qsort(keys, n, sizeof *keys, config_key_cmp);
 	for (i = 0; i < n; i++) {
@@ -260,7 +254,7 @@ config_check_dups(struct cfg_reader *r, struct cfg_node *map)
 		buf_init(&b);
 		config_escape(&b, keys[i]->value, keys[i]->len);
 		config_error(r->ctx, &keys[i]->loc, "duplicate key \"%s\" (first at %u:%u)",
-		    buf_cstr(&b), first->loc.line, first->loc.col);
+		             buf_cstr(&b), first->loc.line, first->loc.col);
 		buf_free(&b);
 		keys[i]->flags |= CFG_NODE_F_BAD;
 	}
@@ -268,8 +262,7 @@ config_check_dups(struct cfg_reader *r, struct cfg_node *map)
 }
 
 /* Handle one parser event; returns 0 at the end of the stream or on a fatal error. */
-static int
-config_event(struct cfg_reader *r, const yaml_event_t *ev)
+static int config_event(struct cfg_reader *r, const yaml_event_t *ev)
 {
 	struct cfg_node *n;
 	struct cfg_loc loc;
@@ -292,22 +285,23 @@ config_event(struct cfg_reader *r, const yaml_event_t *ev)
 		break;
 	case YAML_SCALAR_EVENT:
 		n = config_node_add(r, ev, CFG_NODE_SCALAR, (char *)ev->data.scalar.anchor,
-		    (char *)ev->data.scalar.tag);
+		                    (char *)ev->data.scalar.tag);
 		n->value = xstrndup((char *)ev->data.scalar.value, ev->data.scalar.length);
 		n->len = ev->data.scalar.length;
 		if (ev->data.scalar.style != YAML_PLAIN_SCALAR_STYLE ||
 		    (ev->data.scalar.tag != NULL &&
-			strcmp((char *)ev->data.scalar.tag, CONFIG_TAG_PREFIX "str") == 0))
+		     strcmp((char *)ev->data.scalar.tag, CONFIG_TAG_PREFIX "str") == 0))
 			n->flags |= CFG_NODE_F_QUOTED;
 		break;
 	case YAML_SEQUENCE_START_EVENT:
-		n = config_node_add(r, ev, CFG_NODE_SEQUENCE, (char *)ev->data.sequence_start.anchor,
-		    (char *)ev->data.sequence_start.tag);
+		n = config_node_add(r, ev, CFG_NODE_SEQUENCE,
+		                    (char *)ev->data.sequence_start.anchor,
+		                    (char *)ev->data.sequence_start.tag);
 		config_push(r, n);
 		break;
 	case YAML_MAPPING_START_EVENT:
 		n = config_node_add(r, ev, CFG_NODE_MAPPING, (char *)ev->data.mapping_start.anchor,
-		    (char *)ev->data.mapping_start.tag);
+		                    (char *)ev->data.mapping_start.tag);
 		config_push(r, n);
 		break;
 	case YAML_SEQUENCE_END_EVENT:
@@ -325,8 +319,8 @@ config_event(struct cfg_reader *r, const yaml_event_t *ev)
 }
 
 /* Build the node tree of one file; NULL when there is nothing to validate. */
-static struct cfg_node *
-config_read_tree(struct cfg_ctx *ctx, const char *file, const char *data, size_t len, int *ok)
+static struct cfg_node *config_read_tree(struct cfg_ctx *ctx, const char *file, const char *data,
+                                         size_t len, int *ok)
 {
 	struct cfg_reader r;
 	yaml_parser_t parser;
@@ -346,11 +340,12 @@ config_read_tree(struct cfg_ctx *ctx, const char *file, const char *data, size_t
 			loc = config_mark(&r, &parser.problem_mark);
 			if (parser.context != NULL)
 				config_error(ctx, &loc, "syntax error: %s (%s at %zu:%zu)",
-				    parser.problem ? parser.problem : "unknown", parser.context,
-				    parser.context_mark.line + 1, parser.context_mark.column + 1);
+				             parser.problem ? parser.problem : "unknown",
+				             parser.context, parser.context_mark.line + 1,
+				             parser.context_mark.column + 1);
 			else
 				config_error(ctx, &loc, "syntax error: %s",
-				    parser.problem ? parser.problem : "unknown");
+				             parser.problem ? parser.problem : "unknown");
 			r.broken = 1;
 			break;
 		}
@@ -367,33 +362,25 @@ config_read_tree(struct cfg_ctx *ctx, const char *file, const char *data, size_t
 }
 
 /* The absolute directory of a config file, for its relative list paths. */
-static char *
-config_base_dir(const char *file)
+static char *config_base_dir(const char *file)
 {
-	char cwd[4096];
 	const char *slash;
-	char *dir;
+	char cwd[4096], *dir;
 
 	slash = file != NULL ? strrchr(file, '/') : NULL;
 	if (slash == file && slash != NULL)
 		return xstrdup("/");
-	dir = slash != NULL ? xstrndup(file, (size_t)(slash - file)) : NULL;
-	if (dir != NULL && dir[0] == '/')
-		return dir;
-	if (getcwd(cwd, sizeof cwd) == NULL) {
-		free(dir);
-		return xstrdup(slash != NULL ? "." : ".");
-	}
-	if (dir == NULL)
+	if (slash != NULL && file[0] == '/')
+		return xstrndup(file, (size_t)(slash - file));
+	if (getcwd(cwd, sizeof cwd) == NULL)
+		return slash != NULL ? xstrndup(file, (size_t)(slash - file)) : xstrdup(".");
+	if (slash == NULL)
 		return xstrdup(cwd);
-	slash = dir;
-	dir = xasprintf("%s/%s", cwd, slash);
-	free((char *)slash);
+	dir = xasprintf("%s/%.*s", cwd, (int)(slash - file), file);
 	return dir;
 }
 
-static void
-config_list_clear(struct cfg_list *l)
+static void config_list_clear(struct cfg_list *l)
 {
 	size_t i;
 
@@ -404,8 +391,7 @@ config_list_clear(struct cfg_list *l)
 }
 
 /* Merge a list set in a later file: append or replace, taking src's items. */
-static void
-config_merge_list(struct cfg_list *dst, struct cfg_list *src, int append)
+static void config_merge_list(struct cfg_list *dst, struct cfg_list *src, int append)
 {
 	if (!src->set)
 		return;
@@ -421,17 +407,16 @@ config_merge_list(struct cfg_list *dst, struct cfg_list *src, int append)
 	memset(src, 0, sizeof *src);
 }
 
-#define CONFIG_MERGE(dst, src, field)                                   \
-	do {                                                            \
-		if ((src)->field##_loc.line > 0) {                      \
-			(dst)->field = (src)->field;                    \
-			(dst)->field##_loc = (src)->field##_loc;        \
-		}                                                       \
+#define CONFIG_MERGE(dst, src, field)                                                              \
+	do {                                                                                       \
+		if ((src)->field##_loc.line > 0) {                                                 \
+			(dst)->field = (src)->field;                                               \
+			(dst)->field##_loc = (src)->field##_loc;                                   \
+		}                                                                                  \
 	} while (0)
 
 /* Lay one file's settings over the merged configuration; empties layer. */
-static void
-config_merge(struct config *cfg, struct config *layer)
+static void config_merge(struct config *cfg, struct config *layer)
 {
 	int append;
 
@@ -457,8 +442,7 @@ config_merge(struct config *cfg, struct config *layer)
 	config_merge_list(&cfg->allow_methods, &layer->allow_methods, 0);
 }
 
-static void
-config_layer_free(struct config *layer)
+static void config_layer_free(struct config *layer)
 {
 	config_list_clear(&layer->blocklist);
 	config_list_clear(&layer->allowlist);
@@ -469,19 +453,20 @@ config_layer_free(struct config *layer)
 }
 
 /* Parse, check and merge one file's text; file NULL is the built-in policy. */
-static void
-config_add_text(struct cfg_ctx *ctx, struct config *cfg, const char *file, const char *data,
-    size_t len)
+static void config_add_text(struct cfg_ctx *ctx, struct config *cfg, const char *file,
+                            const char *data, size_t len)
 {
 	struct cfg_node *root;
 	struct config layer;
-	struct cfg_loc loc = { file, 0, 0 };
+	struct cfg_loc loc = {file, 0, 0};
 	char *dir;
 	int ok;
 
 	if (len > CONFIG_MAX_FILE_SIZE) {
-		config_error(ctx, &loc, "larger than %d bytes: put long host lists in "
-		    "blocklistFiles", CONFIG_MAX_FILE_SIZE);
+		config_error(ctx, &loc,
+		             "larger than %d bytes: put long host lists in "
+		             "blocklistFiles",
+		             CONFIG_MAX_FILE_SIZE);
 		return;
 	}
 	root = config_read_tree(ctx, file, data, len, &ok);
@@ -497,8 +482,7 @@ config_add_text(struct cfg_ctx *ctx, struct config *cfg, const char *file, const
 }
 
 /* Read a whole file, up to one byte past the limit so that size is caught. */
-static char *
-config_read_file(const char *path, size_t *lenp, int *errnop)
+static char *config_read_file(const char *path, size_t *lenp, int *errnop)
 {
 	struct buf b;
 	ssize_t n;
@@ -532,8 +516,7 @@ config_read_file(const char *path, size_t *lenp, int *errnop)
 }
 
 /* A configuration holding only the compiled-in values no file has to state. */
-static struct config *
-config_new(char *const *files, size_t nfiles)
+static struct config *config_new(char *const *files, size_t nfiles)
 {
 	struct config *cfg;
 	size_t i;
@@ -558,8 +541,7 @@ config_new(char *const *files, size_t nfiles)
  * Below the files lie the built-in policy's settings, but not its host
  * lists: whoever passes --config states the lists.
  */
-static void
-config_add_builtin(struct cfg_ctx *ctx, struct config *cfg)
+static void config_add_builtin(struct cfg_ctx *ctx, struct config *cfg)
 {
 	config_add_text(ctx, cfg, NULL, config_default_yaml, strlen(config_default_yaml));
 	config_list_clear(&cfg->blocklist);
@@ -569,8 +551,7 @@ config_add_builtin(struct cfg_ctx *ctx, struct config *cfg)
 	config_flush(ctx, NULL);
 }
 
-static struct config *
-config_finish(struct cfg_ctx *ctx, struct config *cfg)
+static struct config *config_finish(struct cfg_ctx *ctx, struct config *cfg)
 {
 	if (ctx->total == 0)
 		return cfg;
@@ -578,15 +559,14 @@ config_finish(struct cfg_ctx *ctx, struct config *cfg)
 	return NULL;
 }
 
-struct config *
-config_load(char *const *files, size_t nfiles, struct buf *errs)
+struct config *config_load(char *const *files, size_t nfiles, struct buf *errs)
 {
 	struct cfg_ctx ctx;
 	struct cfg_loc loc;
 	struct config *cfg;
 	size_t i, len;
 	char *data;
-	int err;
+	int err = 0;
 
 	memset(&ctx, 0, sizeof ctx);
 	ctx.out = errs;
@@ -615,12 +595,11 @@ config_load(char *const *files, size_t nfiles, struct buf *errs)
  * Load one configuration from memory, as if it were the only --config file
  * (name NULL: a complete built-in policy instead). Used by tests and fuzzing.
  */
-struct config *
-config_load_mem(const char *name, const char *data, size_t len, struct buf *errs)
+struct config *config_load_mem(const char *name, const char *data, size_t len, struct buf *errs)
 {
 	struct cfg_ctx ctx;
 	struct config *cfg;
-	char *const files[1] = { (char *)name };
+	char *const files[1] = {(char *)name};
 
 	memset(&ctx, 0, sizeof ctx);
 	ctx.out = errs;
@@ -632,8 +611,7 @@ config_load_mem(const char *name, const char *data, size_t len, struct buf *errs
 	return config_finish(&ctx, cfg);
 }
 
-void
-config_free(struct config *cfg)
+void config_free(struct config *cfg)
 {
 	size_t i;
 
@@ -646,8 +624,93 @@ config_free(struct config *cfg)
 	free(cfg);
 }
 
-const char *
-config_mode_name(enum policy_mode mode)
+/* " # FILE:LINE" naming where a value was set; file names are escaped. */
+static void config_dump_src(struct buf *out, const struct cfg_loc *loc)
+{
+	if (loc->file == NULL) {
+		buf_adds(out, "  # builtin\n");
+		return;
+	}
+	buf_adds(out, "  # ");
+	config_escape(out, loc->file, strlen(loc->file));
+	buf_printf(out, ":%u\n", loc->line);
+}
+
+/* Stored strings hold no control characters (schema.c), so quoting is enough. */
+static void config_dump_str(struct buf *out, const char *s)
+{
+	buf_addc(out, '"');
+	for (; *s != '\0'; s++) {
+		if (*s == '"' || *s == '\\')
+			buf_addc(out, '\\');
+		buf_addc(out, *s);
+	}
+	buf_addc(out, '"');
+}
+
+static void config_dump_list(struct buf *out, const char *key, const struct cfg_list *l)
+{
+	size_t i;
+
+	buf_printf(out, "  %s:%s", key, l->n == 0 ? " []" : "");
+	config_dump_src(out, &l->loc);
+	for (i = 0; i < l->n; i++) {
+		buf_adds(out, "    - ");
+		config_dump_str(out, l->items[i].value);
+		config_dump_src(out, &l->items[i].loc);
+	}
+}
+
+#define CONFIG_DUMP_BOOL(out, key, cfg, field)                                                     \
+	do {                                                                                       \
+		buf_printf(out, "  %s: %s", key, (cfg)->field ? "true" : "false");                 \
+		config_dump_src(out, &(cfg)->field##_loc);                                         \
+	} while (0)
+
+/*
+ * The effective configuration as YAML that loads back to the same values,
+ * each value followed by the place that set it.
+ */
+void config_dump(const struct config *cfg, struct buf *out)
+{
+	size_t i;
+
+	buf_adds(out, "# effective configuration, merged from: builtin");
+	for (i = 0; i < cfg->nfiles; i++) {
+		buf_adds(out, ", ");
+		config_escape(out, cfg->files[i], strlen(cfg->files[i]));
+	}
+	buf_adds(out, "\nversion: 1\nnetwork:\n");
+	buf_printf(out, "  mode: %s", config_mode_name(cfg->mode));
+	config_dump_src(out, &cfg->mode_loc);
+	CONFIG_DUMP_BOOL(out, "inheritGlobal", cfg, inherit_global);
+	config_dump_list(out, "blocklist", &cfg->blocklist);
+	config_dump_list(out, "allowlist", &cfg->allowlist);
+	config_dump_list(out, "passthrough", &cfg->passthrough);
+	config_dump_list(out, "blocklistFiles", &cfg->blocklist_files);
+	config_dump_list(out, "allowMethods", &cfg->allow_methods);
+	CONFIG_DUMP_BOOL(out, "allowGraphqlQueries", cfg, allow_graphql_queries);
+	buf_printf(out, "  onViolation: %s",
+	           cfg->on_violation == VIOLATION_FLAG ? "flag" : "block");
+	config_dump_src(out, &cfg->on_violation_loc);
+	CONFIG_DUMP_BOOL(out, "failClosed", cfg, fail_closed);
+	buf_printf(out, "  proxyPort: %d", cfg->proxy_port);
+	config_dump_src(out, &cfg->proxy_port_loc);
+	buf_printf(out, "  dnsPort: %d", cfg->dns_port);
+	config_dump_src(out, &cfg->dns_port_loc);
+	buf_printf(out, "  maxGraphqlBody: %zu", cfg->max_graphql_body);
+	config_dump_src(out, &cfg->max_graphql_body_loc);
+	if (cfg->audit_path == NULL) {
+		buf_adds(out,
+		         "audit: {}  # path not set: egressd --audit decides (default stdout)\n");
+		return;
+	}
+	buf_adds(out, "audit:\n  path: ");
+	config_dump_str(out, cfg->audit_path);
+	config_dump_src(out, &cfg->audit_path_loc);
+}
+
+const char *config_mode_name(enum policy_mode mode)
 {
 	switch (mode) {
 	case MODE_PRACTICAL:

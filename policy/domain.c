@@ -2,10 +2,8 @@
  * The matcher behind one policy list (allowlist, blocklist, passthrough):
  * exact names, "*.suffix" wildcards, adblock-style trees (the apex and its
  * subdomains), addresses and CIDRs. Third-party lists reach a million
- * entries, so names live in one byte arena, entries are 16-byte records and
- * one open-addressing table indexes them by name. A lookup hashes every
- * suffix of the query in a single right-to-left pass and probes one slot run
- * per label: O(labels), never O(entries), and it never allocates.
+ * entries and a lookup must cost O(labels), never O(entries), without
+ * allocating: see struct domain_set for the layout that makes it fast.
  */
 #include <ctype.h>
 #include <libpsl.h>
@@ -15,56 +13,71 @@
 
 #include "policy.h"
 
-#define DOMAIN_MAX_FILES	 UINT16_MAX
-#define DOMAIN_ADDR_TEXT	 64
+#define DOMAIN_MAX_FILES UINT16_MAX
+#define DOMAIN_ADDR_TEXT 64
 
-struct domain_entry {
-	uint32_t	 off;	/* name bytes in the arena, no NUL */
-	uint32_t	 line;
-	uint32_t	 next;	/* next entry of the same name + 1; 0: none */
-	uint16_t	 file;	/* files[file - 1]; 0: built in */
-	uint8_t		 len;
-	uint8_t		 kind;
-};
+static const char domain_err_numeric[] = "numeric host; write the address as a dotted quad";
+static const char domain_err_url[] = "entries are hosts, not URLs";
 
-struct domain_slot {
-	uint32_t	 hash;	/* checked before any string compare */
-	uint32_t	 entry;	/* first entry of this name + 1; 0: empty */
+#define DOMAIN_INLINE 20 /* name bytes a record holds itself */
+#define DOMAIN_HEAD   16 /* of a longer name: the rest is in the tails */
+
+/* A name entry: 32 bytes, in the slot its name hashes to. */
+struct domain_rec {
+	uint32_t hash;
+	uint32_t line;
+	uint16_t file; /* files[file - 1]; 0: built in */
+	uint8_t kind;
+	uint8_t len;
+	union {
+		char name[DOMAIN_INLINE];
+		struct {
+			char head[DOMAIN_HEAD];
+			uint32_t tail; /* offset of name[DOMAIN_HEAD..] in tails */
+		} l;
+	} u;
 };
 
 struct domain_addr_entry {
-	struct cidr	 cidr;	/* an address is a /32 or /128 */
-	uint32_t	 line;
-	uint16_t	 file;
-	uint8_t		 kind;
+	struct cidr cidr; /* an address is a /32 or /128 */
+	uint32_t line;
+	uint16_t file;
+	uint8_t kind;
 };
 
+/*
+ * Names sit in an open-addressing table (linear probing) kept as two
+ * arrays of one slot each: a byte tag per slot, 0 when the slot is free,
+ * else 8 bits of the name's hash, and the records. A million entries take
+ * 1.3 MiB of tags, which stay in the CPU cache, so the probes of a lookup
+ * that finds nothing (most of them: every parent suffix of a name is
+ * probed) never reach memory, and one that finds its name reads a single
+ * record, which holds the name itself unless it is long. The slot is
+ * hash * nslots / 2^32, so the table grows by half, not double.
+ */
 struct domain_set {
-	char			*arena;
-	size_t			 arena_len;
-	size_t			 arena_cap;
+	uint8_t *tags;
+	struct domain_rec *recs;
+	size_t nslots;
+	size_t nrecs;
 
-	struct domain_entry	*entries;
-	size_t			 nentries;
-	size_t			 entries_cap;
-
-	struct domain_slot	*slots;
-	size_t			 nslots;	/* a power of two */
-	size_t			 nnames;	/* slots in use */
+	char *tails; /* name[DOMAIN_HEAD..] of names longer than DOMAIN_INLINE */
+	size_t tails_len;
+	size_t tails_cap;
 
 	/*
 	 * Label counts (bit n-1 for n labels, the last bit for 64 and more)
 	 * of the wildcard and tree names: a parent suffix whose label count
 	 * has no such entry is not probed at all.
 	 */
-	uint64_t		 parent_labels;
+	uint64_t parent_labels;
 
 	struct domain_addr_entry *addrs;
-	size_t			 naddrs;
-	size_t			 addrs_cap;
+	size_t naddrs;
+	size_t addrs_cap;
 
-	char			**files;
-	size_t			 nfiles;
+	char **files;
+	size_t nfiles;
 };
 
 /* One step of FNV-1a; names are hashed from their last byte backwards. */
@@ -74,7 +87,7 @@ domain_hash_step(uint32_t h, unsigned char c)
 	return (h ^ c) * 16777619u;
 }
 
-/* FNV-1a mixes its high bits poorly; the table index uses the low ones. */
+/* FNV-1a alone mixes poorly; the slot takes the high bits, the tag the low ones. */
 static inline uint32_t
 domain_hash_final(uint32_t h)
 {
@@ -115,7 +128,8 @@ domain_set_new(void)
 
 	set = xcalloc(1, sizeof *set);
 	set->nslots = 16;
-	set->slots = xcalloc(set->nslots, sizeof *set->slots);
+	set->tags = xcalloc(set->nslots, 1);
+	set->recs = xcalloc(set->nslots, sizeof *set->recs);
 	return set;
 }
 
@@ -129,9 +143,9 @@ domain_set_free(struct domain_set *set)
 	for (i = 0; i < set->nfiles; i++)
 		free(set->files[i]);
 	free(set->files);
-	free(set->arena);
-	free(set->entries);
-	free(set->slots);
+	free(set->tags);
+	free(set->recs);
+	free(set->tails);
 	free(set->addrs);
 	free(set);
 }
@@ -139,7 +153,7 @@ domain_set_free(struct domain_set *set)
 size_t
 domain_set_count(const struct domain_set *set)
 {
-	return set->nentries + set->naddrs;
+	return set->nrecs + set->naddrs;
 }
 
 /*
@@ -167,105 +181,129 @@ domain_set_intern(struct domain_set *set, const char *file)
 	return (long)set->nfiles;
 }
 
-/* The slot holding name, or the empty slot where it would go. */
-static struct domain_slot *
-domain_set_slot(const struct domain_set *set, uint32_t hash, const char *name, size_t len)
+static inline size_t
+domain_slot_of(const struct domain_set *set, uint32_t hash)
 {
-	size_t mask = set->nslots - 1, i = hash & mask;
-	const struct domain_entry *e;
-	struct domain_slot *s;
+	return (size_t)(((uint64_t)hash * set->nslots) >> 32);
+}
 
-	for (;;) {
-		s = &set->slots[i];
-		if (s->entry == 0)
-			return s;
-		if (s->hash == hash) {
-			e = &set->entries[s->entry - 1];
-			if (e->len == len && memcmp(set->arena + e->off, name, len) == 0)
-				return s;
-		}
-		i = (i + 1) & mask;
+static inline uint8_t
+domain_tag_of(uint32_t hash)
+{
+	return (uint8_t)hash != 0 ? (uint8_t)hash : 1;
+}
+
+static int
+domain_rec_equal(const struct domain_set *set, const struct domain_rec *r, uint32_t hash,
+                 const char *name, size_t len)
+{
+	if (r->hash != hash || r->len != len)
+		return 0;
+	if (len <= DOMAIN_INLINE)
+		return memcmp(r->u.name, name, len) == 0;
+	return memcmp(r->u.l.head, name, DOMAIN_HEAD) == 0 &&
+	       memcmp(set->tails + r->u.l.tail, name + DOMAIN_HEAD, len - DOMAIN_HEAD) == 0;
+}
+
+/*
+ * The record of name whose kind is a (else b), or NULL. One name may have
+ * a record of each kind: they sit in the same probe run.
+ */
+static const struct domain_rec *
+domain_set_find(const struct domain_set *set, uint32_t hash, const char *name, size_t len,
+                enum domain_kind a, enum domain_kind b)
+{
+	const struct domain_rec *r, *found = NULL;
+	uint8_t tag = domain_tag_of(hash);
+	size_t i = domain_slot_of(set, hash);
+
+	for (; set->tags[i] != 0; i = i + 1 == set->nslots ? 0 : i + 1) {
+		if (set->tags[i] != tag)
+			continue;
+		r = &set->recs[i];
+		if (!domain_rec_equal(set, r, hash, name, len))
+			continue;
+		if (r->kind == a)
+			return r;
+		if (r->kind == b && found == NULL)
+			found = r;
 	}
+	return found;
 }
 
 static void
 domain_set_grow(struct domain_set *set)
 {
-	struct domain_slot *old = set->slots, *s;
-	size_t oldn = set->nslots, i, mask;
+	uint8_t *otags = set->tags;
+	struct domain_rec *orecs = set->recs;
+	size_t on = set->nslots, i, j;
 
-	set->nslots = oldn * 2;
-	set->slots = xcalloc(set->nslots, sizeof *set->slots);
-	mask = set->nslots - 1;
-	for (i = 0; i < oldn; i++) {
-		if (old[i].entry == 0)
+	set->nslots = on + on / 2;
+	set->tags = xcalloc(set->nslots, 1);
+	set->recs = xcalloc(set->nslots, sizeof *set->recs);
+	for (i = 0; i < on; i++) {
+		if (otags[i] == 0)
 			continue;
-		s = &set->slots[old[i].hash & mask];
-		while (s->entry != 0) {
-			if (++s == set->slots + set->nslots)
-				s = set->slots;
-		}
-		*s = old[i];
+		j = domain_slot_of(set, orecs[i].hash);
+		while (set->tags[j] != 0)
+			j = j + 1 == set->nslots ? 0 : j + 1;
+		set->tags[j] = otags[i];
+		set->recs[j] = orecs[i];
 	}
-	free(old);
+	free(otags);
+	free(orecs);
 }
 
 /* Adds a normalised name; a second entry of the same name and kind is dropped. */
 static const char *
 domain_set_insert(struct domain_set *set, enum domain_kind kind, const char *name, size_t len,
-    const char *file, unsigned line)
+                  const char *file, unsigned line)
 {
-	struct domain_slot *s;
-	struct domain_entry *e;
-	uint32_t hash, idx, *link;
+	uint32_t hash = domain_hash(name, len);
+	uint8_t tag = domain_tag_of(hash);
+	struct domain_rec *r;
+	size_t i;
 	long fidx;
 
-	hash = domain_hash(name, len);
-	s = domain_set_slot(set, hash, name, len);
-	link = &s->entry;
-	while (*link != 0) {
-		e = &set->entries[*link - 1];
-		if (e->kind == kind)
+	if (set->nrecs >= UINT32_MAX - 1)
+		return "too many entries";
+	/* At most 3/4 full: a probe run always ends at a free slot. */
+	if ((set->nrecs + 1) * 4 > set->nslots * 3)
+		domain_set_grow(set);
+	for (i = domain_slot_of(set, hash); set->tags[i] != 0;
+	     i = i + 1 == set->nslots ? 0 : i + 1) {
+		r = &set->recs[i];
+		if (set->tags[i] == tag && r->kind == kind &&
+		    domain_rec_equal(set, r, hash, name, len))
 			return NULL;
-		link = &e->next;
 	}
 	if ((fidx = domain_set_intern(set, file)) == -1)
 		return "too many list files";
-	if (set->arena_len + len > UINT32_MAX || set->nentries >= UINT32_MAX - 1)
-		return "too many entries";
-
-	if (set->arena_len + len > set->arena_cap) {
-		set->arena_cap = set->arena_cap == 0 ? 4096 : set->arena_cap * 2;
-		if (set->arena_cap > UINT32_MAX)
-			set->arena_cap = UINT32_MAX;
-		set->arena = xreallocarray(set->arena, set->arena_cap, 1);
+	r = &set->recs[i];
+	memset(r, 0, sizeof *r);
+	r->hash = hash;
+	r->line = line;
+	r->file = (uint16_t)fidx;
+	r->kind = (uint8_t)kind;
+	r->len = (uint8_t)len;
+	if (len <= DOMAIN_INLINE)
+		memcpy(r->u.name, name, len);
+	else {
+		if (set->tails_len + len > UINT32_MAX)
+			return "too many entries";
+		if (set->tails_len + len > set->tails_cap) {
+			set->tails_cap = set->tails_cap == 0 ? 4096 : set->tails_cap * 2;
+			set->tails = xreallocarray(set->tails, set->tails_cap, 1);
+		}
+		memcpy(r->u.l.head, name, DOMAIN_HEAD);
+		r->u.l.tail = (uint32_t)set->tails_len;
+		memcpy(set->tails + set->tails_len, name + DOMAIN_HEAD, len - DOMAIN_HEAD);
+		set->tails_len += len - DOMAIN_HEAD;
 	}
-	if (set->nentries == set->entries_cap) {
-		set->entries_cap = set->entries_cap == 0 ? 256 : set->entries_cap * 2;
-		set->entries = xreallocarray(set->entries, set->entries_cap, sizeof *set->entries);
-	}
-	idx = (uint32_t)set->nentries++;
-	e = &set->entries[idx];
-	e->off = (uint32_t)set->arena_len;
-	e->len = (uint8_t)len;
-	e->kind = (uint8_t)kind;
-	e->file = (uint16_t)fidx;
-	e->line = line;
-	e->next = 0;
-	memcpy(set->arena + set->arena_len, name, len);
-	set->arena_len += len;
+	set->tags[i] = tag;
+	set->nrecs++;
 	if (kind == DOMAIN_WILDCARD || kind == DOMAIN_TREE)
 		set->parent_labels |= domain_label_bit(name, len);
-
-	if (s->entry != 0) {
-		/* Another kind of the same name: chain it, the slot is taken. */
-		*link = idx + 1;
-		return NULL;
-	}
-	s->hash = hash;
-	s->entry = idx + 1;
-	if (++set->nnames * 2 > set->nslots)
-		domain_set_grow(set);
 	return NULL;
 }
 
@@ -316,7 +354,7 @@ domain_name_normalise(const char *name, size_t len, int full, char *out, size_t 
 		if ((error = host_parse(name, len, &h)) != NULL)
 			return error;
 		if (h.kind != HOST_NAME)
-			return "numeric host; write the address as a dotted quad";
+			return domain_err_numeric;
 		*outlen = strlen(h.name);
 		memcpy(out, h.name, *outlen + 1);
 		return NULL;
@@ -333,7 +371,7 @@ domain_name_normalise(const char *name, size_t len, int full, char *out, size_t 
 	if ((error = host_name_check(out, len)) != NULL)
 		return error;
 	if (domain_name_is_numeric(out, len))
-		return "numeric host; write the address as a dotted quad";
+		return domain_err_numeric;
 	*outlen = len;
 	return NULL;
 }
@@ -372,7 +410,7 @@ domain_is_public_suffix(const char *name)
 
 static const char *
 domain_set_add_cidr(struct domain_set *set, enum domain_kind kind, const struct cidr *in,
-    const char *file, unsigned line)
+                    const char *file, unsigned line)
 {
 	static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
 	struct domain_addr_entry *a;
@@ -414,29 +452,37 @@ domain_set_add_cidr(struct domain_set *set, enum domain_kind kind, const struct 
  */
 static int
 domain_parse_addr(const char *s, size_t len, enum domain_kind *kind, struct cidr *c,
-    const char **error)
+                  const char **error)
 {
-	char text[DOMAIN_ADDR_TEXT];
+	char text[DOMAIN_ADDR_TEXT], *slash;
 	int obvious;
 
 	obvious = memchr(s, ':', len) != NULL || memchr(s, '/', len) != NULL || s[0] == '[';
 	if (len >= sizeof text) {
 		if (!obvious)
 			return 0;
-		*error = "invalid address";
+		*error = memchr(s, '/', len) != NULL && memchr(s, ':', len) == NULL
+		             ? domain_err_url
+		             : "invalid address";
 		return 1;
 	}
 	memcpy(text, s, len);
 	text[len] = '\0';
 	*error = NULL;
 	memset(c, 0, sizeof *c);
-	if (memchr(s, '/', len) != NULL) {
+	if ((slash = memchr(text, '/', len)) != NULL) {
 		*kind = DOMAIN_CIDR;
+		*slash = '\0';
+		if (addr_parse(text, &c->net) != NULL && memchr(s, ':', len) == NULL) {
+			*error = domain_err_url;
+			return 1;
+		}
+		*slash = '/';
 		*error = addr_cidr_parse(text, c);
 		return 1;
 	}
-	*kind = DOMAIN_ADDR;
 	if (text[0] == '[') {
+		*kind = DOMAIN_ADDR;
 		if (len < 3 || text[len - 1] != ']') {
 			*error = "invalid address";
 			return 1;
@@ -446,13 +492,14 @@ domain_parse_addr(const char *s, size_t len, enum domain_kind *kind, struct cidr
 			*error = "brackets are for IPv6 addresses";
 	} else if ((*error = addr_parse(text, &c->net)) != NULL && !obvious)
 		return 0;
+	*kind = DOMAIN_ADDR;
 	c->plen = c->net.af == AF_INET ? 32 : 128;
 	return 1;
 }
 
 const char *
-domain_set_add(struct domain_set *set, const char *pattern, size_t len, int flags,
-    const char *file, unsigned line)
+domain_set_add(struct domain_set *set, const char *pattern, size_t len, int flags, const char *file,
+               unsigned line)
 {
 	char name[HOST_NAME_MAXLEN + 1];
 	enum domain_kind kind = DOMAIN_EXACT;
@@ -475,6 +522,8 @@ domain_set_add(struct domain_set *set, const char *pattern, size_t len, int flag
 	}
 	if (memchr(pattern, '*', len) != NULL)
 		return "'*' is only allowed as a leading \"*.\"";
+	if (memmem(pattern, len, "://", 3) != NULL)
+		return domain_err_url;
 
 	if (kind == DOMAIN_EXACT && domain_parse_addr(pattern, len, &kind, &c, &error)) {
 		if (error != NULL)
@@ -483,16 +532,20 @@ domain_set_add(struct domain_set *set, const char *pattern, size_t len, int flag
 			return "address entries are not allowed in this list";
 		return domain_set_add_cidr(set, kind, &c, file, line);
 	}
-	if ((error = domain_name_normalise(pattern, len, 1, name, &n)) != NULL)
+	if ((error = domain_name_normalise(pattern, len, 1, name, &n)) != NULL) {
+		if (kind == DOMAIN_WILDCARD && error == domain_err_numeric)
+			return "wildcard over an address";
 		return error;
-	if (kind == DOMAIN_WILDCARD && (flags & DOMAIN_F_ALLOWLIST) && domain_is_public_suffix(name))
+	}
+	if (kind == DOMAIN_WILDCARD && (flags & DOMAIN_F_ALLOWLIST) &&
+	    domain_is_public_suffix(name))
 		return "wildcard over a public suffix";
 	return domain_set_insert(set, kind, name, n, file, line);
 }
 
 const char *
 domain_set_add_kind(struct domain_set *set, enum domain_kind kind, const char *name, size_t len,
-    const char *file, unsigned line)
+                    const char *file, unsigned line)
 {
 	char norm[HOST_NAME_MAXLEN + 1];
 	enum domain_kind akind;
@@ -525,15 +578,20 @@ domain_set_add_kind(struct domain_set *set, enum domain_kind kind, const char *n
 }
 
 static void
-domain_set_show(const struct domain_set *set, const struct domain_entry *e,
-    struct domain_match *m)
+domain_set_show(const struct domain_set *set, const struct domain_rec *r, struct domain_match *m)
 {
-	const char *name = set->arena + e->off;
-	int n = e->len;
+	char name[HOST_NAME_MAXLEN + 1];
+	int n = r->len;
 
-	m->kind = (enum domain_kind)e->kind;
-	m->file = e->file == 0 ? NULL : set->files[e->file - 1];
-	m->line = e->line;
+	if (n <= DOMAIN_INLINE)
+		memcpy(name, r->u.name, (size_t)n);
+	else {
+		memcpy(name, r->u.l.head, DOMAIN_HEAD);
+		memcpy(name + DOMAIN_HEAD, set->tails + r->u.l.tail, (size_t)n - DOMAIN_HEAD);
+	}
+	m->kind = (enum domain_kind)r->kind;
+	m->file = r->file == 0 ? NULL : set->files[r->file - 1];
+	m->line = r->line;
 	switch (m->kind) {
 	case DOMAIN_WILDCARD:
 		snprintf(m->pattern, sizeof m->pattern, "*.%.*s", n, name);
@@ -547,24 +605,11 @@ domain_set_show(const struct domain_set *set, const struct domain_entry *e,
 	}
 }
 
-/* The first entry of the chain for name whose kind is a or b, preferring a. */
-static const struct domain_entry *
-domain_set_find(const struct domain_set *set, uint32_t hash, const char *name, size_t len,
-    enum domain_kind a, enum domain_kind b)
+static int
+domain_set_probes(const struct domain_set *set, size_t level, size_t nlevels)
 {
-	const struct domain_slot *s;
-	const struct domain_entry *e, *found = NULL;
-	uint32_t i;
-
-	s = domain_set_slot(set, hash, name, len);
-	for (i = s->entry; i != 0; i = e->next) {
-		e = &set->entries[i - 1];
-		if (e->kind == a)
-			return e;
-		if (e->kind == b && found == NULL)
-			found = e;
-	}
-	return found;
+	return level + 1 == nlevels ||
+	       (set->parent_labels & ((uint64_t)1 << (level > 63 ? 63 : level))) != 0;
 }
 
 int
@@ -572,49 +617,50 @@ domain_set_match_name(const struct domain_set *set, const char *name, struct dom
 {
 	uint32_t hashes[HOST_NAME_MAXLEN], h = 2166136261u;
 	uint16_t starts[HOST_NAME_MAXLEN];
-	const struct domain_entry *e;
-	size_t len, i, n = 0;
+	const struct domain_rec *r = NULL;
+	size_t len, i, n = 0, slot;
 
 	len = strnlen(name, HOST_NAME_MAXLEN + 1);
 	if (len == 0 || len > HOST_NAME_MAXLEN)
 		return 0;
 
-	/*
-	 * Hashing backwards yields the hash of every suffix on the way; their
-	 * slots are prefetched together so the probes that follow overlap
-	 * their cache misses instead of paying for them one after another.
-	 */
+	/* Hashing backwards yields the hash of every suffix on the way. */
 	for (i = len; i-- > 0;) {
 		h = domain_hash_step(h, (unsigned char)name[i]);
 		if (i == 0 || name[i - 1] == '.') {
 			starts[n] = (uint16_t)i;
-			hashes[n] = domain_hash_final(h);
-			if (i == 0 ||
-			    (set->parent_labels & ((uint64_t)1 << (n > 63 ? 63 : n))))
-				__builtin_prefetch(&set->slots[hashes[n] & (set->nslots - 1)]);
-			n++;
+			hashes[n++] = domain_hash_final(h);
 		}
 	}
-	/* The name itself: exact, else a tree rooted here. */
-	e = domain_set_find(set, hashes[n - 1], name, len, DOMAIN_EXACT, DOMAIN_TREE);
-	/* Then its parents, the longest first, for wildcards and trees. */
-	for (i = n - 1; e == NULL && i-- > 0;) {
-		if (!(set->parent_labels & ((uint64_t)1 << (i > 63 ? 63 : i))))
+	/*
+	 * Start loading every record a tag already points at, so that those
+	 * memory reads overlap instead of following one another.
+	 */
+	for (i = 0; i < n; i++) {
+		if (!domain_set_probes(set, i, n))
 			continue;
-		e = domain_set_find(set, hashes[i], name + starts[i], len - starts[i],
-		    DOMAIN_WILDCARD, DOMAIN_TREE);
+		slot = domain_slot_of(set, hashes[i]);
+		if (set->tags[slot] == domain_tag_of(hashes[i]))
+			__builtin_prefetch(&set->recs[slot]);
 	}
-	if (e == NULL)
+	/* The name itself: exact, else a tree rooted here. */
+	r = domain_set_find(set, hashes[n - 1], name, len, DOMAIN_EXACT, DOMAIN_TREE);
+	/* Then its parents, the longest first, for wildcards and trees. */
+	for (i = n - 1; r == NULL && i-- > 0;) {
+		if (domain_set_probes(set, i, n))
+			r = domain_set_find(set, hashes[i], name + starts[i], len - starts[i],
+			                    DOMAIN_WILDCARD, DOMAIN_TREE);
+	}
+	if (r == NULL)
 		return 0;
 	if (m != NULL)
-		domain_set_show(set, e, m);
+		domain_set_show(set, r, m);
 	return 1;
 }
 
 /* Address entries are few (hand-written config), so a scan is enough. */
 int
-domain_set_match_addr(const struct domain_set *set, const struct addr *addr,
-    struct domain_match *m)
+domain_set_match_addr(const struct domain_set *set, const struct addr *addr, struct domain_match *m)
 {
 	const struct domain_addr_entry *a, *best = NULL;
 	struct addr q;

@@ -22,33 +22,25 @@
 
 #define LISTFILE_MAX_SIZE ((off_t)512 << 20)
 #define LISTFILE_MAX_LINE 4096
-#define LISTFILE_CHUNK	  (1 << 20)
+#define LISTFILE_CHUNK    (1 << 20)
 
 struct listfile {
-	struct domain_set	*set;
-	const char		*path;
-	struct listfile_stats	*stats;
-	unsigned long		 line;
+	struct domain_set *set;
+	const char *path;
+	struct listfile_stats *stats;
+	unsigned long line;
 };
 
 /* Names every stock hosts file carries; they are not blocklist entries. */
 static const char *listfile_boilerplate[] = {
-	"0.0.0.0",
-	"broadcasthost",
-	"ip6-allhosts",
-	"ip6-allnodes",
-	"ip6-allrouters",
-	"ip6-localhost",
-	"ip6-localnet",
-	"ip6-loopback",
-	"ip6-mcastprefix",
-	"local",
-	"localhost",
-	"localhost.localdomain",
-	"localhost4",
-	"localhost4.localdomain4",
-	"localhost6",
-	"localhost6.localdomain6",
+    "0.0.0.0",         "broadcasthost",
+    "ip6-allhosts",    "ip6-allnodes",
+    "ip6-allrouters",  "ip6-localhost",
+    "ip6-localnet",    "ip6-loopback",
+    "ip6-mcastprefix", "local",
+    "localhost",       "localhost.localdomain",
+    "localhost4",      "localhost4.localdomain4",
+    "localhost6",      "localhost6.localdomain6",
 };
 
 static void
@@ -94,6 +86,8 @@ listfile_is_addr(const char *s, size_t len)
 		return 0;
 	memcpy(text, s, len);
 	text[len] = '\0';
+	/* Stock hosts files carry "fe80::1%lo0 localhost". */
+	text[strcspn(text, "%")] = '\0';
 	return addr_parse(text, &a) == NULL;
 }
 
@@ -104,7 +98,7 @@ listfile_adblock(struct listfile *lf, const char *p, size_t len)
 	if (len < 4 || p[len - 1] != '^')
 		return -1;
 	if (domain_set_add_kind(lf->set, DOMAIN_TREE, p + 2, len - 3, lf->path,
-	    (unsigned)lf->line) != NULL)
+	                        (unsigned)lf->line) != NULL)
 		return -1;
 	return 0;
 }
@@ -125,7 +119,7 @@ listfile_hosts(struct listfile *lf, const char *p, size_t len)
 		if (i == start || listfile_is_boilerplate(p + start, i - start))
 			continue;
 		if (domain_set_add_kind(lf->set, DOMAIN_EXACT, p + start, i - start, lf->path,
-		    (unsigned)lf->line) != NULL)
+		                        (unsigned)lf->line) != NULL)
 			bad = 1;
 	}
 	return bad ? -1 : 0;
@@ -135,6 +129,7 @@ listfile_hosts(struct listfile *lf, const char *p, size_t len)
 static int
 listfile_parse(struct listfile *lf, const char *p, size_t len)
 {
+	enum domain_kind kind = DOMAIN_EXACT;
 	const char *hash;
 	size_t i;
 
@@ -168,11 +163,14 @@ listfile_parse(struct listfile *lf, const char *p, size_t len)
 		return i == len ? -1 : listfile_hosts(lf, p + i, len - i);
 	if (i < len)
 		return -1;
-	if (len >= 2 && p[0] == '*' && p[1] == '.')
-		return domain_set_add_kind(lf->set, DOMAIN_WILDCARD, p + 2, len - 2, lf->path,
-			   (unsigned)lf->line) == NULL ? 0 : -1;
-	return domain_set_add_kind(lf->set, DOMAIN_EXACT, p, len, lf->path, (unsigned)lf->line) ==
-		       NULL ? 0 : -1;
+	if (len >= 2 && p[0] == '*' && p[1] == '.') {
+		kind = DOMAIN_WILDCARD;
+		p += 2;
+		len -= 2;
+	}
+	if (domain_set_add_kind(lf->set, kind, p, len, lf->path, (unsigned)lf->line) != NULL)
+		return -1;
+	return 0;
 }
 
 static void
@@ -213,7 +211,7 @@ listfile_open(const char *path, struct listfile_stats *st)
 	}
 	if (sb.st_size > LISTFILE_MAX_SIZE) {
 		snprintf(st->error, sizeof st->error, "too large (over %lld MiB)",
-		    (long long)(LISTFILE_MAX_SIZE >> 20));
+		         (long long)(LISTFILE_MAX_SIZE >> 20));
 		goto err;
 	}
 	return fd;
@@ -245,6 +243,12 @@ listfile_lines(struct listfile *lf, const char *buf, size_t len, int *skipping)
 	return (size_t)(p - buf);
 }
 
+/*
+ * Adds the entries of the file at path to set. stats->entries counts the
+ * entries the set did not hold yet (a name listed twice counts once). On
+ * -1 (the file cannot be read, or grew past the cap while being read) the
+ * set may hold part of the file: callers drop the set.
+ */
 int
 listfile_load(struct domain_set *set, const char *path, struct listfile_stats *stats)
 {
@@ -272,14 +276,14 @@ listfile_load(struct domain_set *set, const char *path, struct listfile_stats *s
 			continue;
 		if (n == -1) {
 			snprintf(stats->error, sizeof stats->error, "read error: %s",
-			    strerror(errno));
+			         strerror(errno));
 			goto out;
 		}
 		if (n == 0)
 			break;
 		if ((total += n) > LISTFILE_MAX_SIZE) {
 			snprintf(stats->error, sizeof stats->error, "too large (over %lld MiB)",
-			    (long long)(LISTFILE_MAX_SIZE >> 20));
+			         (long long)(LISTFILE_MAX_SIZE >> 20));
 			goto out;
 		}
 		have += (size_t)n;

@@ -96,6 +96,8 @@ static void test_reserve(void **state)
 	buf_reserve(&b, 1000);
 	assert_int_equal(b.len, 0);
 	assert_true(b.cap >= 1001);
+	/* "always NUL-terminated when cap > 0" holds after a bare reserve too. */
+	assert_int_equal(b.data[0], '\0');
 	data = b.data;
 	buf_add(&b, "x", 1);
 	buf_reserve(&b, 999);

@@ -1,0 +1,585 @@
+/*
+ * The configuration schema: one table of every key the config file knows,
+ * its section, type and the handler that stores it. Unknown keys, wrong
+ * types, bad enums and bad list entries are all reported from here, at the
+ * line and column of the offending node, and checking goes on after each.
+ */
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "policy.h"
+
+enum schema_type {
+	SCHEMA_SECTION, /* a mapping of further keys */
+	SCHEMA_SKIP,    /* a section of the wrapper's file: anything goes */
+	SCHEMA_BOOL,
+	SCHEMA_INT,
+	SCHEMA_ENUM,
+	SCHEMA_STRING,
+	SCHEMA_LIST, /* a sequence of strings */
+};
+
+struct schema_state {
+	struct cfg_ctx *ctx;
+	struct config *cfg;
+	const char *dir; /* the config file's directory */
+};
+
+struct schema_key;
+typedef void (*schema_store_fn)(struct schema_state *, const struct schema_key *,
+                                const struct cfg_node *, long long);
+
+struct schema_key {
+	const char *section; /* NULL: top level */
+	const char *key;
+	enum schema_type type;
+	schema_store_fn store;
+	size_t off;     /* the value in struct config */
+	size_t loc_off; /* its cfg_loc: set twice under two names? */
+	long long min;  /* SCHEMA_INT */
+	long long max;
+	const char *const *names; /* SCHEMA_ENUM, NULL-terminated */
+	int flags;                /* SCHEMA_LIST of hosts: DOMAIN_F_* */
+};
+
+static void schema_store_none(struct schema_state *, const struct schema_key *,
+                              const struct cfg_node *, long long);
+static void schema_store_int(struct schema_state *, const struct schema_key *,
+                             const struct cfg_node *, long long);
+static void schema_store_size(struct schema_state *, const struct schema_key *,
+                              const struct cfg_node *, long long);
+static void schema_store_mode(struct schema_state *, const struct schema_key *,
+                              const struct cfg_node *, long long);
+static void schema_store_violation(struct schema_state *, const struct schema_key *,
+                                   const struct cfg_node *, long long);
+static void schema_store_string(struct schema_state *, const struct schema_key *,
+                                const struct cfg_node *, long long);
+static void schema_store_hosts(struct schema_state *, const struct schema_key *,
+                               const struct cfg_node *, long long);
+static void schema_store_paths(struct schema_state *, const struct schema_key *,
+                               const struct cfg_node *, long long);
+static void schema_store_methods(struct schema_state *, const struct schema_key *,
+                                 const struct cfg_node *, long long);
+
+static const char *const schema_versions[] = {"1", NULL};
+static const char *const schema_modes[] = {"practical", "strict", "off", NULL};
+static const char *const schema_violations[] = {"block", "flag", NULL};
+
+#define F(field) offsetof(struct config, field), offsetof(struct config, field##_loc)
+#define L(field) offsetof(struct config, field), offsetof(struct config, field.loc)
+
+static const struct schema_key schema_keys[] = {
+    {NULL, "version", SCHEMA_ENUM, schema_store_none, 0, 0, 0, 0, schema_versions, 0},
+    {NULL, "network", SCHEMA_SECTION, NULL, 0, 0, 0, 0, NULL, 0},
+    {NULL, "audit", SCHEMA_SECTION, NULL, 0, 0, 0, 0, NULL, 0},
+    {NULL, "state", SCHEMA_SKIP, NULL, 0, 0, 0, 0, NULL, 0},
+    {NULL, "image", SCHEMA_SKIP, NULL, 0, 0, 0, 0, NULL, 0},
+    {NULL, "project", SCHEMA_SKIP, NULL, 0, 0, 0, 0, NULL, 0},
+    {NULL, "opencode", SCHEMA_SKIP, NULL, 0, 0, 0, 0, NULL, 0},
+    {NULL, "skills", SCHEMA_SKIP, NULL, 0, 0, 0, 0, NULL, 0},
+    {NULL, "resources", SCHEMA_SKIP, NULL, 0, 0, 0, 0, NULL, 0},
+    {NULL, "container", SCHEMA_SKIP, NULL, 0, 0, 0, 0, NULL, 0},
+
+    {"network", "mode", SCHEMA_ENUM, schema_store_mode, F(mode), 0, 0, schema_modes, 0},
+    {"network", "inheritGlobal", SCHEMA_BOOL, schema_store_int, F(inherit_global), 0, 0, NULL, 0},
+    {"network", "blocklist", SCHEMA_LIST, schema_store_hosts, L(blocklist), 0, 0, NULL, 0},
+    {"network", "allowlist", SCHEMA_LIST, schema_store_hosts, L(allowlist), 0, 0, NULL,
+     DOMAIN_F_ALLOWLIST},
+    {"network", "passthrough", SCHEMA_LIST, schema_store_hosts, L(passthrough), 0, 0, NULL,
+     DOMAIN_F_NO_ADDR},
+    {"network", "blocklistFiles", SCHEMA_LIST, schema_store_paths, L(blocklist_files), 0, 0, NULL,
+     0},
+    {"network", "allowMethods", SCHEMA_LIST, schema_store_methods, L(allow_methods), 0, 0, NULL, 0},
+    {"network", "allow_methods", SCHEMA_LIST, schema_store_methods, L(allow_methods), 0, 0, NULL,
+     0},
+    {"network", "allowGraphqlQueries", SCHEMA_BOOL, schema_store_int, F(allow_graphql_queries), 0,
+     0, NULL, 0},
+    {"network", "allow_graphql_queries", SCHEMA_BOOL, schema_store_int, F(allow_graphql_queries), 0,
+     0, NULL, 0},
+    {"network", "onViolation", SCHEMA_ENUM, schema_store_violation, F(on_violation), 0, 0,
+     schema_violations, 0},
+    {"network", "failClosed", SCHEMA_BOOL, schema_store_int, F(fail_closed), 0, 0, NULL, 0},
+    {"network", "proxyPort", SCHEMA_INT, schema_store_int, F(proxy_port), 1, 65535, NULL, 0},
+    {"network", "dnsPort", SCHEMA_INT, schema_store_int, F(dns_port), 1, 65535, NULL, 0},
+    {"network", "maxGraphqlBody", SCHEMA_INT, schema_store_size, F(max_graphql_body), 1,
+     CONFIG_MAX_GRAPHQL_BODY, NULL, 0},
+
+    {"audit", "path", SCHEMA_STRING, schema_store_string, F(audit_path), 0, 0, NULL, 0},
+};
+
+#undef F
+#undef L
+
+static struct cfg_loc *schema_loc(struct config *cfg, const struct schema_key *k)
+{
+	return (struct cfg_loc *)((char *)cfg + k->loc_off);
+}
+
+/* A message about a node, with its untrusted text escaped. */
+static const char *schema_text(struct buf *b, const struct cfg_node *n)
+{
+	buf_reset(b);
+	config_escape(b, n->value, n->len);
+	return buf_cstr(b);
+}
+
+static int schema_is_null(const struct cfg_node *n)
+{
+	static const char *const nulls[] = {"", "~", "null", "Null", "NULL"};
+	size_t i;
+
+	if (n->type != CFG_NODE_SCALAR || (n->flags & CFG_NODE_F_QUOTED))
+		return 0;
+	for (i = 0; i < EG_NELEM(nulls); i++)
+		if (strcmp(n->value, nulls[i]) == 0)
+			return 1;
+	return 0;
+}
+
+static const char *schema_what(const struct cfg_node *n)
+{
+	if (n->type == CFG_NODE_MAPPING)
+		return "a mapping";
+	if (n->type == CFG_NODE_SEQUENCE)
+		return "a list";
+	if (schema_is_null(n))
+		return "nothing (null)";
+	return (n->flags & CFG_NODE_F_QUOTED) ? "a quoted string" : "a scalar";
+}
+
+/*
+ * Strings end up in messages, audit records and config_dump's YAML, so
+ * only text YAML itself can carry unescaped is accepted: no NUL, no C0 or
+ * C1 control characters, no byte-order mark, no U+FFFE/U+FFFF, and no
+ * U+2028/U+2029, which YAML reads as line breaks. libyaml has already
+ * refused malformed UTF-8.
+ */
+static const char *schema_text_check(const char *s, size_t len)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t i;
+
+	if (len == 0)
+		return "must not be empty";
+	for (i = 0; i < len; i++) {
+		if (p[i] == 0)
+			return "contains a NUL byte";
+		if (p[i] < 0x20 || p[i] == 0x7f)
+			return "contains a control character";
+		if (p[i] == 0xc2 && i + 1 < len && p[i + 1] >= 0x80 && p[i + 1] <= 0x9f)
+			return "contains a control character";
+		if (p[i] == 0xef && i + 2 < len &&
+		    ((p[i + 1] == 0xbf && p[i + 2] >= 0xbe) ||
+		     (p[i + 1] == 0xbb && p[i + 2] == 0xbf)))
+			return "contains a non-printable character";
+		if (p[i] == 0xe2 && i + 2 < len && p[i + 1] == 0x80 &&
+		    (p[i + 2] == 0xa8 || p[i + 2] == 0xa9))
+			return "contains a line separator";
+	}
+	return NULL;
+}
+
+/* Check one string scalar (a value or a list entry); 0 when it may be used. */
+static int schema_string(struct schema_state *st, const char *what, int entry,
+                         const struct cfg_node *n)
+{
+	const char *err, *sep = entry ? " entry" : "";
+	struct buf b;
+
+	if (n->flags & CFG_NODE_F_BAD)
+		return -1;
+	if (n->type != CFG_NODE_SCALAR || schema_is_null(n)) {
+		config_error(st->ctx, &n->loc, "%s%s: expected a string, got %s", what, sep,
+		             schema_what(n));
+		return -1;
+	}
+	if ((err = schema_text_check(n->value, n->len)) != NULL) {
+		buf_init(&b);
+		config_error(st->ctx, &n->loc, "%s%s \"%s\": %s", what, sep, schema_text(&b, n),
+		             err);
+		buf_free(&b);
+		return -1;
+	}
+	return 0;
+}
+
+/* Parse a decimal integer: digits, an optional '-', no leading zeros. */
+static const char *schema_integer(const struct cfg_node *n, long long *out)
+{
+	const char *s = n->value;
+	int neg = 0;
+	size_t i;
+
+	if (n->flags & CFG_NODE_F_QUOTED)
+		return "is quoted: write the number without quotes";
+	if (*s == '-') {
+		neg = 1;
+		s++;
+	}
+	if (s[0] < '0' || s[0] > '9' || strspn(s, "0123456789") != strlen(s) ||
+	    strlen(s) != n->len - (size_t)neg)
+		return "is not a decimal integer";
+	if (s[0] == '0' && s[1] != '\0')
+		return "has leading zeros";
+	*out = 0;
+	for (i = 0; s[i] != '\0'; i++) {
+		if (*out > 100000000000000LL) {
+			*out = 100000000000000LL; /* far outside every range */
+			break;
+		}
+		*out = *out * 10 + (s[i] - '0');
+	}
+	if (neg)
+		*out = -*out;
+	return NULL;
+}
+
+/* Check a scalar value against its key's type; fills *num for the handler. */
+static int schema_scalar(struct schema_state *st, const struct schema_key *k,
+                         const struct cfg_node *v, long long *num)
+{
+	static const char *const loose[] = {"yes", "no", "on", "off", "y", "n"};
+	const char *err;
+	struct buf b;
+	size_t i;
+
+	buf_init(&b);
+	switch (k->type) {
+	case SCHEMA_BOOL:
+		if (v->type != CFG_NODE_SCALAR || (v->flags & CFG_NODE_F_QUOTED) ||
+		    schema_is_null(v)) {
+			config_error(st->ctx, &v->loc, "%s: expected true or false, got %s", k->key,
+			             schema_what(v));
+			goto bad;
+		}
+		if (strcmp(v->value, "true") == 0 || strcmp(v->value, "false") == 0) {
+			*num = v->value[0] == 't';
+			break;
+		}
+		for (i = 0; i < EG_NELEM(loose); i++)
+			if (strcasecmp(v->value, loose[i]) == 0)
+				break;
+		config_error(st->ctx, &v->loc, "%s: expected true or false, got \"%s\"%s", k->key,
+		             schema_text(&b, v),
+		             i < EG_NELEM(loose) ? " (yes/no/on/off are not booleans here)" : "");
+		goto bad;
+	case SCHEMA_INT:
+		if (v->type != CFG_NODE_SCALAR || schema_is_null(v)) {
+			config_error(st->ctx, &v->loc, "%s: expected an integer, got %s", k->key,
+			             schema_what(v));
+			goto bad;
+		}
+		if ((err = schema_integer(v, num)) != NULL) {
+			config_error(st->ctx, &v->loc, "%s: \"%s\" %s", k->key, schema_text(&b, v),
+			             err);
+			goto bad;
+		}
+		if (*num < k->min || *num > k->max) {
+			config_error(st->ctx, &v->loc, "%s: %s is out of range (%lld..%lld)",
+			             k->key, schema_text(&b, v), k->min, k->max);
+			goto bad;
+		}
+		break;
+	case SCHEMA_ENUM:
+		if (v->type == CFG_NODE_SCALAR && !schema_is_null(v))
+			for (i = 0; k->names[i] != NULL; i++)
+				if (strlen(k->names[i]) == v->len &&
+				    strcmp(k->names[i], v->value) == 0) {
+					*num = (long long)i;
+					buf_free(&b);
+					return 0;
+				}
+		buf_printf(&b, "%s: expected ", k->key);
+		for (i = 0; k->names[i] != NULL; i++)
+			buf_printf(&b, "%s%s",
+			           i == 0                    ? ""
+			           : k->names[i + 1] == NULL ? " or "
+			                                     : ", ",
+			           k->names[i]);
+		if (v->type == CFG_NODE_SCALAR && !schema_is_null(v)) {
+			buf_adds(&b, ", got \"");
+			config_escape(&b, v->value, v->len);
+			buf_adds(&b, "\"");
+		} else
+			buf_printf(&b, ", got %s", schema_what(v));
+		config_error(st->ctx, &v->loc, "%s", buf_cstr(&b));
+		goto bad;
+	case SCHEMA_STRING:
+		if (schema_string(st, k->key, 0, v) == -1)
+			goto bad;
+		break;
+	default:
+		break;
+	}
+	buf_free(&b);
+	return 0;
+bad:
+	buf_free(&b);
+	return -1;
+}
+
+static const struct schema_key *schema_find(const char *section, const struct cfg_node *key)
+{
+	const struct schema_key *k;
+	size_t i;
+
+	for (i = 0; i < EG_NELEM(schema_keys); i++) {
+		k = &schema_keys[i];
+		if ((k->section == NULL) != (section == NULL))
+			continue;
+		if (section != NULL && strcmp(k->section, section) != 0)
+			continue;
+		if (strlen(k->key) == key->len && memcmp(k->key, key->value, key->len) == 0)
+			return k;
+	}
+	return NULL;
+}
+
+/* Another spelling of the same setting, for the "set twice" message. */
+static const char *schema_other_name(const struct schema_key *k)
+{
+	size_t i;
+
+	for (i = 0; i < EG_NELEM(schema_keys); i++)
+		if (&schema_keys[i] != k && schema_keys[i].store == k->store &&
+		    schema_keys[i].loc_off == k->loc_off)
+			return schema_keys[i].key;
+	return k->key;
+}
+
+static void schema_walk(struct schema_state *, const struct cfg_node *, const char *);
+
+/* Check and store one key: value pair of a mapping. */
+static void schema_pair(struct schema_state *st, const char *section, const struct cfg_node *kn,
+                        const struct cfg_node *v)
+{
+	const struct schema_key *k;
+	struct cfg_loc *loc;
+	long long num = 0;
+	struct buf b;
+
+	if (kn->flags & CFG_NODE_F_BAD)
+		return;
+	if (kn->type != CFG_NODE_SCALAR) {
+		config_error(st->ctx, &kn->loc, "keys must be strings, not %s", schema_what(kn));
+		return;
+	}
+	if ((k = schema_find(section, kn)) == NULL) {
+		buf_init(&b);
+		if (section != NULL)
+			config_error(st->ctx, &kn->loc, "unknown key \"%s\" in %s",
+			             schema_text(&b, kn), section);
+		else
+			config_error(st->ctx, &kn->loc, "unknown top-level key \"%s\"",
+			             schema_text(&b, kn));
+		buf_free(&b);
+		return;
+	}
+	if (v->flags & CFG_NODE_F_BAD)
+		return;
+	switch (k->type) {
+	case SCHEMA_SKIP:
+		return;
+	case SCHEMA_SECTION:
+		if (schema_is_null(v))
+			return;
+		if (v->type != CFG_NODE_MAPPING) {
+			config_error(st->ctx, &v->loc, "%s: expected a mapping, got %s", k->key,
+			             schema_what(v));
+			return;
+		}
+		schema_walk(st, v, k->key);
+		return;
+	case SCHEMA_LIST:
+		if (v->type != CFG_NODE_SEQUENCE) {
+			config_error(st->ctx, &v->loc, "%s: expected a list, got %s", k->key,
+			             schema_what(v));
+			return;
+		}
+		break;
+	default:
+		if (schema_scalar(st, k, v, &num) == -1)
+			return;
+		break;
+	}
+	if (k->store == schema_store_none)
+		return;
+	loc = schema_loc(st->cfg, k);
+	if (loc->line > 0) {
+		config_error(st->ctx, &kn->loc,
+		             "%s: set twice (%s and %s are one setting; first "
+		             "at %u:%u)",
+		             k->key, k->key, schema_other_name(k), loc->line, loc->col);
+		return;
+	}
+	k->store(st, k, v, num);
+	*loc = kn->loc;
+}
+
+static void schema_walk(struct schema_state *st, const struct cfg_node *map, const char *section)
+{
+	size_t i;
+
+	for (i = 0; i + 1 < map->n; i += 2)
+		schema_pair(st, section, map->kids[i], map->kids[i + 1]);
+}
+
+static void schema_store_none(struct schema_state *st, const struct schema_key *k,
+                              const struct cfg_node *v, long long num)
+{
+}
+
+static void schema_store_int(struct schema_state *st, const struct schema_key *k,
+                             const struct cfg_node *v, long long num)
+{
+	*(int *)((char *)st->cfg + k->off) = (int)num;
+}
+
+static void schema_store_size(struct schema_state *st, const struct schema_key *k,
+                              const struct cfg_node *v, long long num)
+{
+	*(size_t *)((char *)st->cfg + k->off) = (size_t)num;
+}
+
+static void schema_store_mode(struct schema_state *st, const struct schema_key *k,
+                              const struct cfg_node *v, long long num)
+{
+	static const enum policy_mode modes[] = {MODE_PRACTICAL, MODE_STRICT, MODE_OFF};
+
+	st->cfg->mode = modes[num];
+}
+
+static void schema_store_violation(struct schema_state *st, const struct schema_key *k,
+                                   const struct cfg_node *v, long long num)
+{
+	st->cfg->on_violation = num == 0 ? VIOLATION_BLOCK : VIOLATION_FLAG;
+}
+
+static void schema_store_string(struct schema_state *st, const struct schema_key *k,
+                                const struct cfg_node *v, long long num)
+{
+	char **p = (char **)((char *)st->cfg + k->off);
+
+	free(*p);
+	*p = xstrdup(v->value);
+}
+
+static void schema_list_add(struct cfg_list *l, char *value, const struct cfg_node *n)
+{
+	l->items = xreallocarray(l->items, l->n + 1, sizeof *l->items);
+	l->items[l->n].value = value;
+	l->items[l->n].loc = n->loc;
+	l->n++;
+}
+
+static struct cfg_list *schema_list(struct schema_state *st, const struct schema_key *k)
+{
+	struct cfg_list *l = (struct cfg_list *)((char *)st->cfg + k->off);
+
+	l->set = 1;
+	return l;
+}
+
+/* Host lists: each entry goes through the matcher's own pattern check. */
+static void schema_store_hosts(struct schema_state *st, const struct schema_key *k,
+                               const struct cfg_node *seq, long long num)
+{
+	struct cfg_list *l = schema_list(st, k);
+	struct domain_set *set;
+	const struct cfg_node *n;
+	const char *err;
+	struct buf b;
+	size_t i;
+
+	set = domain_set_new();
+	buf_init(&b);
+	for (i = 0; i < seq->n; i++) {
+		n = seq->kids[i];
+		if (schema_string(st, k->key, 1, n) == -1)
+			continue;
+		err = domain_set_add(set, n->value, n->len, k->flags, n->loc.file, n->loc.line);
+		if (err != NULL) {
+			config_error(st->ctx, &n->loc, "%s entry \"%s\": %s", k->key,
+			             schema_text(&b, n), err);
+			continue;
+		}
+		schema_list_add(l, xstrdup(n->value), n);
+	}
+	buf_free(&b);
+	domain_set_free(set);
+}
+
+/* List files: relative paths are taken from the directory of the file naming them. */
+static void schema_store_paths(struct schema_state *st, const struct schema_key *k,
+                               const struct cfg_node *seq, long long num)
+{
+	struct cfg_list *l = schema_list(st, k);
+	const struct cfg_node *n;
+	size_t i;
+
+	for (i = 0; i < seq->n; i++) {
+		n = seq->kids[i];
+		if (schema_string(st, k->key, 1, n) == -1)
+			continue;
+		if (n->value[0] == '/')
+			schema_list_add(l, xstrdup(n->value), n);
+		else
+			schema_list_add(l,
+			                xasprintf("%s%s%s", st->dir,
+			                          st->dir[strlen(st->dir) - 1] == '/' ? "" : "/",
+			                          n->value),
+			                n);
+	}
+}
+
+/* RFC 9110 method = token; methods are case-sensitive and kept as written. */
+static void schema_store_methods(struct schema_state *st, const struct schema_key *k,
+                                 const struct cfg_node *seq, long long num)
+{
+	static const char tchar[] = "!#$%&'*+-.^_`|~0123456789"
+	                            "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+	struct cfg_list *l = schema_list(st, k);
+	const struct cfg_node *n;
+	struct buf b;
+	size_t i;
+
+	buf_init(&b);
+	for (i = 0; i < seq->n; i++) {
+		n = seq->kids[i];
+		if (schema_string(st, k->key, 1, n) == -1)
+			continue;
+		if (strspn(n->value, tchar) != n->len) {
+			config_error(st->ctx, &n->loc, "%s entry \"%s\": not an HTTP method token",
+			             k->key, schema_text(&b, n));
+			continue;
+		}
+		schema_list_add(l, xstrdup(n->value), n);
+	}
+	buf_free(&b);
+}
+
+/*
+ * Check a file's tree and store what it sets into cfg, a configuration of
+ * this one file only (locations with line 0 are the settings it leaves
+ * alone). An empty file sets nothing.
+ */
+void schema_apply(struct cfg_ctx *ctx, const struct cfg_node *root, struct config *cfg,
+                  const char *dir)
+{
+	struct schema_state st;
+
+	if (root == NULL || schema_is_null(root) || (root->flags & CFG_NODE_F_BAD))
+		return;
+	st.ctx = ctx;
+	st.cfg = cfg;
+	st.dir = dir;
+	if (root->type != CFG_NODE_MAPPING) {
+		config_error(ctx, &root->loc,
+		             "the top level must be a mapping of sections "
+		             "(network:, audit:, ...), not %s",
+		             schema_what(root));
+		return;
+	}
+	schema_walk(&st, root, NULL);
+}

@@ -1,0 +1,1108 @@
+/*
+ * One client connection of the explicit proxy: read a request head, decide
+ * it with the connection's policy snapshot, answer 403 or get an upstream
+ * (resolved, guarded, pooled), send the request re-serialised from its
+ * parsed form, stream bodies both ways with backpressure, and go back for
+ * the next request while both sides keep the connection alive. CONNECT
+ * becomes a byte tunnel. Every exchange is audited once; every failure
+ * ends in conn_close(), the one teardown path.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+
+#include "egressd.h"
+
+#define CONN_HIGH_MARK	(256 * 1024)	/* stop reading a side past this much queued */
+#define CONN_LOW_MARK	(64 * 1024)	/* resume below this */
+#define CONN_DRAIN_SECS	5
+
+enum conn_state {
+	CONN_READ_HEAD,		/* waiting for (the rest of) a request head */
+	CONN_READ_BODY,		/* buffering a body the decision needs (GraphQL) */
+	CONN_CONNECTING,	/* resolving and connecting upstream */
+	CONN_EXCHANGE,		/* request going up, response coming down */
+	CONN_TUNNEL,		/* CONNECT: bytes both ways */
+	CONN_FLUSH,		/* writing a last response, then close */
+};
+
+/* How one body is moving from one side to the other. */
+struct conn_body {
+	enum http_body	 in;		/* framing read from the source */
+	enum http_body	 out;		/* framing written to the sink */
+	uint64_t	 left;		/* HTTP_BODY_LENGTH: bytes still to read */
+	struct chunked	 dec;
+	int		 done;
+	int64_t		 bytes;		/* body bytes moved */
+};
+
+struct conn_side {
+	struct bufferevent	*bev;
+	struct conn		*conn;
+	struct conn_side	*peer;
+	int			 eof;
+	int			 throttled;	/* reading stopped for backpressure */
+};
+
+struct conn {
+	TAILQ_ENTRY(conn)	 entry;
+	struct egressd		*e;
+	uint64_t		 id;
+	struct policy		*policy;	/* the snapshot this connection started with */
+	enum conn_state		 state;
+	int			 flags;
+#define CONN_F_CLOSED		0x1
+#define CONN_F_AUDITED		0x2	/* the current exchange has its audit event */
+#define CONN_F_RESP_STARTED	0x4	/* response bytes went to the client */
+#define CONN_F_CLIENT_CLOSE	0x8	/* close after this exchange */
+#define CONN_F_CONTINUE_SENT	0x10	/* we answered 100 Continue ourselves */
+	struct conn_side	 client;
+	struct conn_side	 up;
+	struct upstream		*upstream;
+	struct upstream_job	*job;
+	struct event		*timer;
+	char			 client_addr[64];
+
+	/* The exchange in progress. */
+	struct http_msg		 req;
+	struct http_msg		 resp;
+	int			 head_started;	/* first byte of a head seen: its timer runs */
+	int			 req_parsed;
+	int			 resp_parsed;
+	int			 retried;	/* resent once after a stale pooled upstream */
+	struct host		 host;
+	uint16_t		 port;
+	char			*path;		/* no query string: it may carry secrets */
+	char			*query;
+	struct decision		 decision;
+	struct conn_body	 req_body;
+	struct conn_body	 resp_body;
+	struct evbuffer		*held;		/* a request body held for the decision */
+	int			 held_truncated;
+	uint64_t		 t_start;
+	int			 status;
+	const char		*error;
+};
+
+static void conn_read_head(struct conn *);
+static void conn_pump(struct conn *);
+static void conn_exchange_done(struct conn *);
+static void conn_upstream_cb(void *, struct upstream_result *);
+static void conn_set_state(struct conn *, enum conn_state);
+
+static void
+conn_timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn *c = arg;
+
+	switch (c->state) {
+	case CONN_READ_HEAD:
+		if (evbuffer_get_length(bufferevent_get_input(c->client.bev)) > 0 ||
+		    c->req_parsed)
+			c->error = "request head timeout";
+		conn_close(c, c->error ? c->error : "idle timeout");
+		return;
+	case CONN_READ_BODY:
+		conn_close(c, "request body timeout");
+		return;
+	default:
+		conn_close(c, "timeout");
+	}
+}
+
+/* Every state change goes through here: it re-arms the state's timeout. */
+static void
+conn_set_state(struct conn *c, enum conn_state s)
+{
+	const struct egressd_limits *lim = &c->e->lim;
+	struct timeval tv = {0, 0};
+	struct timeval tmo;
+
+	c->state = s;
+	switch (s) {
+	case CONN_READ_HEAD:
+		tv.tv_sec = c->head_started ? lim->header_timeout : lim->idle_timeout;
+		break;
+	case CONN_READ_BODY:
+		tv.tv_sec = lim->header_timeout;
+		break;
+	case CONN_CONNECTING:
+		tv.tv_sec = lim->connect_timeout + 1; /* the job has its own timer */
+		break;
+	case CONN_FLUSH:
+		tv.tv_sec = CONN_DRAIN_SECS;
+		break;
+	case CONN_EXCHANGE:
+	case CONN_TUNNEL:
+		/*
+		 * Inactivity, through the bufferevents. In an exchange the
+		 * upstream's silence is what times out (504); the client is
+		 * only held to writing what it is sent.
+		 */
+		evtimer_del(c->timer);
+		tmo.tv_sec = s == CONN_TUNNEL ? lim->tunnel_idle_timeout : lim->response_timeout;
+		tmo.tv_usec = 0;
+		bufferevent_set_timeouts(c->client.bev, s == CONN_TUNNEL ? &tmo : NULL, &tmo);
+		if (c->up.bev != NULL)
+			bufferevent_set_timeouts(c->up.bev, &tmo, &tmo);
+		return;
+	}
+	bufferevent_set_timeouts(c->client.bev, NULL, NULL);
+	evtimer_add(c->timer, &tv);
+}
+
+static const char *
+conn_mode(const struct conn *c)
+{
+	return config_mode_name(policy_mode(c->policy));
+}
+
+/* The one audit event of an exchange or a tunnel. */
+static void
+conn_audit(struct conn *c)
+{
+	struct audit_event ev;
+	const char *method = c->req_parsed ? c->req.method : NULL;
+	int is_connect = method != NULL && strcmp(method, "CONNECT") == 0;
+
+	if ((c->flags & CONN_F_AUDITED) || !c->req_parsed)
+		return;
+	c->flags |= CONN_F_AUDITED;
+	audit_event_init(&ev);
+	ev.event = is_connect ? "connect" : "http";
+	if (c->decision.rule[0] != '\0') {
+		ev.action = policy_action_name(c->decision.action);
+		ev.rule = c->decision.rule;
+		ev.source = c->decision.source;
+		ev.reason = c->decision.reason;
+	}
+	ev.mode = conn_mode(c);
+	ev.client = c->client_addr;
+	ev.host = c->host.name[0] ? c->host.name : NULL;
+	ev.port = c->port ? c->port : -1;
+	ev.scheme = is_connect ? NULL : "http";
+	ev.method = method;
+	ev.path = c->path;
+	ev.status = c->status ? c->status : -1;
+	ev.bytes_up = c->req_body.bytes;
+	ev.bytes_down = c->resp_body.bytes;
+	ev.duration_ms = (int64_t)(time_mono_ms() - c->t_start);
+	if (c->decision.graphql_present)
+		ev.graphql = &c->decision.gql;
+	ev.error = c->error;
+	audit_write(c->e->audit, &ev);
+}
+
+static void
+conn_free_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn *c = arg;
+
+	policy_unref(c->policy);
+	free(c);
+}
+
+static void
+conn_exchange_reset(struct conn *c)
+{
+	http_msg_free(&c->req);
+	http_msg_free(&c->resp);
+	http_msg_init(&c->req);
+	http_msg_init(&c->resp);
+	c->req_parsed = c->resp_parsed = 0;
+	c->head_started = 0;
+	c->retried = 0;
+	free(c->path);
+	free(c->query);
+	c->path = c->query = NULL;
+	memset(&c->host, 0, sizeof c->host);
+	memset(&c->decision, 0, sizeof c->decision);
+	memset(&c->req_body, 0, sizeof c->req_body);
+	memset(&c->resp_body, 0, sizeof c->resp_body);
+	if (c->held != NULL)
+		evbuffer_free(c->held);
+	c->held = NULL;
+	c->held_truncated = 0;
+	c->port = 0;
+	c->status = 0;
+	c->error = NULL;
+	c->flags &= ~(CONN_F_AUDITED | CONN_F_RESP_STARTED | CONN_F_CONTINUE_SENT);
+}
+
+/*
+ * The one teardown path: idempotent, audits the open exchange once, frees
+ * both sides, and defers the final free so callers up the stack stay safe.
+ */
+void
+conn_close(struct conn *c, const char *why)
+{
+	struct egressd *e = c->e;
+
+	if (c->flags & CONN_F_CLOSED)
+		return;
+	c->flags |= CONN_F_CLOSED;
+	log_debug("conn %llu: close: %s", (unsigned long long)c->id, why);
+	if (c->req_parsed && !(c->flags & CONN_F_AUDITED)) {
+		if (c->error == NULL && c->state != CONN_TUNNEL)
+			c->error = why;
+		conn_audit(c);
+	}
+	upstream_cancel(c->job);
+	c->job = NULL;
+	if (c->upstream != NULL)
+		upstream_free(c->upstream); /* frees c->up.bev */
+	c->upstream = NULL;
+	c->up.bev = NULL;
+	if (c->client.bev != NULL)
+		bufferevent_free(c->client.bev);
+	c->client.bev = NULL;
+	event_free(c->timer);
+	conn_exchange_reset(c);
+	TAILQ_REMOVE(&e->conns, c, entry);
+	e->nconns--;
+	event_base_once(e->base, -1, EV_TIMEOUT, conn_free_cb, c, NULL);
+	egressd_conn_gone(e);
+}
+
+/* Close once everything queued for the client has been written. */
+static void
+conn_flush_close(struct conn *c)
+{
+	bufferevent_disable(c->client.bev, EV_READ);
+	if (c->up.bev != NULL)
+		bufferevent_disable(c->up.bev, EV_READ);
+	conn_set_state(c, CONN_FLUSH);
+	if (evbuffer_get_length(bufferevent_get_output(c->client.bev)) == 0)
+		conn_close(c, "done");
+}
+
+/* A short response of our own: errors and policy blocks. */
+static void
+conn_respond(struct conn *c, int status, const char *reason, const char *body, int keep)
+{
+	struct evbuffer *out = bufferevent_get_output(c->client.bev);
+
+	if (c->flags & CONN_F_RESP_STARTED) {
+		/* Too late for a status: the client sees the connection cut. */
+		conn_close(c, c->error ? c->error : reason);
+		return;
+	}
+	c->status = status;
+	c->flags |= CONN_F_RESP_STARTED;
+	evbuffer_add_printf(out,
+	    "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\n"
+	    "Content-Length: %zu\r\nCache-Control: no-store\r\n",
+	    status, reason, strlen(body));
+	if (status == 403 && c->decision.rule[0] != '\0')
+		evbuffer_add_printf(out, "X-Egress-Rule: %s\r\n", c->decision.rule);
+	evbuffer_add_printf(out, "Connection: %s\r\n\r\n%s", keep ? "keep-alive" : "close", body);
+	if (!keep)
+		c->flags |= CONN_F_CLIENT_CLOSE;
+}
+
+static void
+conn_error(struct conn *c, int status, const char *reason, const char *detail)
+{
+	char body[512];
+
+	if (c->error == NULL)
+		c->error = detail;
+	snprintf(body, sizeof body, "egressd: %d %s: %s\n", status, reason, detail);
+	conn_respond(c, status, reason, body, 0);
+	conn_audit(c);
+	conn_flush_close(c);
+}
+
+/* The method to name in the explain hint: none for GET and CONNECT. */
+static int
+conn_explain_method(const struct conn *c)
+{
+	return c->req.method != NULL && strcmp(c->req.method, "GET") != 0 &&
+	       strcmp(c->req.method, "CONNECT") != 0;
+}
+
+/* 403 naming the rule, its source and the command that explains it. */
+static void
+conn_block(struct conn *c)
+{
+	const struct decision *d = &c->decision;
+	char body[1024];
+	int keep;
+
+	snprintf(body, sizeof body,
+	    "Blocked by the egress policy.\n"
+	    "host: %s\nrule: %s (%s%s%s)\nreason: %s\n"
+	    "To see why: policyctl explain%s%s %s\n",
+	    c->host.name, d->rule, d->list ? d->list : "", d->list ? ", " : "", d->source,
+	    d->reason, conn_explain_method(c) ? " --method " : "",
+	    conn_explain_method(c) ? c->req.method : "", c->host.name);
+	/* Keep the connection only when no request body is left unread. */
+	keep = (c->req.flags & HTTP_F_KEEP_ALIVE) &&
+	       (c->req.body == HTTP_BODY_NONE || c->req_body.done ||
+		   (c->req.body == HTTP_BODY_LENGTH && c->req.length == 0)) &&
+	       !c->e->draining;
+	conn_respond(c, 403, "Forbidden", body, keep);
+	conn_audit(c);
+	if (!keep) {
+		conn_flush_close(c);
+		return;
+	}
+	conn_exchange_done(c);
+}
+
+static int
+conn_body_needed(const struct conn *c)
+{
+	const char *ct;
+	size_t n;
+
+	if (c->req.body == HTTP_BODY_NONE ||
+	    (c->req.body == HTTP_BODY_LENGTH && c->req.length == 0))
+		return 0;
+	if ((ct = http_msg_header(&c->req, "Content-Type")) == NULL)
+		return 0;
+	n = strcspn(ct, "; \t");
+	if ((n == 16 && strncasecmp(ct, "application/json", 16) == 0) ||
+	    (n == 19 && strncasecmp(ct, "application/graphql", 19) == 0))
+		return 1;
+	/* Any +json media type: application/vnd.foo+json. */
+	return n > 5 && strncasecmp(ct + n - 5, "+json", 5) == 0;
+}
+
+static void
+conn_decide(struct conn *c)
+{
+	struct policy_request pr;
+	char *body = NULL;
+	size_t len = 0;
+	int is_connect = strcmp(c->req.method, "CONNECT") == 0;
+
+	memset(&pr, 0, sizeof pr);
+	pr.host = &c->host;
+	pr.method = is_connect ? NULL : c->req.method;
+	pr.query = c->query;
+	pr.content_type = http_msg_header(&c->req, "Content-Type");
+	if (c->held != NULL) {
+		len = evbuffer_get_length(c->held);
+		body = (char *)evbuffer_pullup(c->held, -1);
+		pr.body = body ? body : "";
+		pr.body_len = len;
+		pr.body_truncated = c->held_truncated;
+	}
+	policy_decide(c->policy, &pr, &c->decision);
+	if (c->host.kind == HOST_ADDR)
+		policy_check_addr(c->policy, &c->host.addr, &c->decision);
+	if (c->decision.action == ACTION_BLOCK) {
+		conn_block(c);
+		return;
+	}
+	conn_set_state(c, CONN_CONNECTING);
+	bufferevent_disable(c->client.bev, EV_READ);
+	c->job = upstream_get(c->e, c->policy, &c->host, c->port, &c->decision, 0,
+	    conn_upstream_cb, c);
+}
+
+/* Move held or streamed request body bytes; returns -1 after closing. */
+static int
+conn_body_move(struct conn *c, struct conn_body *b, struct evbuffer *in, struct evbuffer *out,
+    int at_eof)
+{
+	enum chunked_result r;
+	const char *data;
+	struct buf chunk;
+	size_t len, used, n;
+	struct evbuffer_iovec v;
+
+	while (!b->done) {
+		switch (b->in) {
+		case HTTP_BODY_NONE:
+			b->done = 1;
+			break;
+		case HTTP_BODY_LENGTH:
+			n = evbuffer_get_length(in);
+			if ((uint64_t)n > b->left)
+				n = (size_t)b->left;
+			if (n == 0 && b->left > 0)
+				return 0;
+			evbuffer_remove_buffer(in, out, n);
+			b->left -= n;
+			b->bytes += (int64_t)n;
+			if (b->left == 0)
+				b->done = 1;
+			break;
+		case HTTP_BODY_CLOSE:
+			n = evbuffer_get_length(in);
+			if (n > 0) {
+				if (b->out == HTTP_BODY_CHUNKED) {
+					char head[CHUNKED_HEAD_MAX];
+
+					evbuffer_add(out, head, chunked_head(head, n));
+					evbuffer_remove_buffer(in, out, n);
+					evbuffer_add(out, "\r\n", 2);
+				} else
+					evbuffer_remove_buffer(in, out, n);
+				b->bytes += (int64_t)n;
+			}
+			if (!at_eof)
+				return 0;
+			if (b->out == HTTP_BODY_CHUNKED)
+				evbuffer_add(out, "0\r\n\r\n", 5);
+			b->done = 1;
+			break;
+		case HTTP_BODY_CHUNKED:
+			if (evbuffer_peek(in, -1, NULL, &v, 1) < 1 || v.iov_len == 0)
+				return 0;
+			r = chunked_feed(&b->dec, v.iov_base, v.iov_len, &used, &data, &len);
+			if (r == CHUNKED_ERROR) {
+				c->error = b->dec.error;
+				return -1;
+			}
+			if (len > 0) {
+				if (b->out == HTTP_BODY_CHUNKED) {
+					buf_init(&chunk);
+					chunked_write(&chunk, data, len);
+					evbuffer_add(out, chunk.data, chunk.len);
+					buf_free(&chunk);
+				} else
+					evbuffer_add(out, data, len);
+				b->bytes += (int64_t)len;
+			}
+			evbuffer_drain(in, used);
+			if (r == CHUNKED_DONE) {
+				if (b->out == HTTP_BODY_CHUNKED)
+					evbuffer_add(out, "0\r\n\r\n", 5);
+				b->done = 1;
+			}
+			break;
+		}
+	}
+	return 0;
+}
+
+/* Read the body the decision needs into c->held, up to maxGraphqlBody. */
+static void
+conn_hold_body(struct conn *c)
+{
+	struct evbuffer *in = bufferevent_get_input(c->client.bev);
+	size_t max = policy_config(c->policy)->max_graphql_body;
+	struct conn_body *b = &c->req_body;
+
+	if (conn_body_move(c, b, in, c->held, 0) == -1) {
+		conn_error(c, 400, "Bad Request", "malformed chunked request body");
+		return;
+	}
+	if (evbuffer_get_length(c->held) > max)
+		c->held_truncated = 1; /* not provably a query: decided as such */
+	else if (!b->done)
+		return; /* wait for more */
+	/* The held bytes are sent as they are: restate their framing. */
+	if (b->done) {
+		c->req.body = HTTP_BODY_LENGTH;
+		c->req.length = (uint64_t)evbuffer_get_length(c->held);
+	}
+	conn_decide(c);
+}
+
+/* The head of a request is in: parse its target and decide or hold its body. */
+static void
+conn_request(struct conn *c)
+{
+	const char *err;
+	char *q;
+	int is_connect = strcmp(c->req.method, "CONNECT") == 0;
+
+	c->t_start = time_mono_ms();
+	if (!is_connect && c->req.uri.form != HTTP_TARGET_ABSOLUTE) {
+		conn_error(c, 400, "Bad Request",
+		    "this is a proxy: send absolute-form requests (http://host/path) or CONNECT");
+		return;
+	}
+	if (!is_connect && strcmp(c->req.uri.scheme, "http") != 0) {
+		conn_error(c, 400, "Bad Request",
+		    "https:// requests go through CONNECT, not as a plain proxy request");
+		return;
+	}
+	if ((err = host_parse(c->req.uri.host, strlen(c->req.uri.host), &c->host)) != NULL) {
+		conn_error(c, 400, "Bad Request", err);
+		return;
+	}
+	c->port = c->req.uri.port;
+	if (!is_connect) {
+		q = strchr(c->req.uri.path, '?');
+		c->path = xstrndup(c->req.uri.path,
+		    q ? (size_t)(q - c->req.uri.path) : strlen(c->req.uri.path));
+		c->query = q ? xstrdup(q + 1) : NULL;
+	}
+	memset(&c->req_body, 0, sizeof c->req_body);
+	c->req_body.in = c->req.body;
+	c->req_body.out = c->req.body;
+	c->req_body.left = c->req.body == HTTP_BODY_LENGTH ? c->req.length : 0;
+	chunked_init(&c->req_body.dec, &c->e->http);
+	if (is_connect) {
+		c->req_body.in = c->req_body.out = HTTP_BODY_NONE;
+		c->req_body.done = 1;
+	} else if (c->req.body == HTTP_BODY_NONE) {
+		c->req_body.done = 1;
+	}
+	if (!is_connect && conn_body_needed(c)) {
+		c->held = evbuffer_new();
+		c->req_body.out = HTTP_BODY_NONE; /* raw data into held */
+		if (c->req.flags & HTTP_F_EXPECT_CONTINUE) {
+			evbuffer_add_printf(bufferevent_get_output(c->client.bev),
+			    "HTTP/1.1 100 Continue\r\n\r\n");
+			c->flags |= CONN_F_CONTINUE_SENT;
+		}
+		conn_set_state(c, CONN_READ_BODY);
+		conn_hold_body(c);
+		return;
+	}
+	conn_decide(c);
+}
+
+static void
+conn_read_head(struct conn *c)
+{
+	struct evbuffer *in = bufferevent_get_input(c->client.bev);
+	size_t len = evbuffer_get_length(in);
+	size_t want = len < c->e->http.head ? len : c->e->http.head + 1;
+	enum http_parse r;
+	const char *data;
+
+	if (len == 0)
+		return;
+	if (!c->head_started) {
+		/* The head timeout runs from its first byte: trickling cannot extend it. */
+		c->head_started = 1;
+		conn_set_state(c, CONN_READ_HEAD);
+	}
+	data = (const char *)evbuffer_pullup(in, (ev_ssize_t)want);
+	r = http_parse_request(data, want, &c->e->http, &c->req);
+	if (r == HTTP_PARSE_INCOMPLETE)
+		return;
+	c->req_parsed = 1;
+	if (r == HTTP_PARSE_ERROR) {
+		c->req.method = c->req.method ? c->req.method : "-";
+		c->t_start = time_mono_ms();
+		c->error = c->req.error;
+		conn_error(c, c->req.error_status,
+		    c->req.error_status == 431   ? "Request Header Fields Too Large"
+		    : c->req.error_status == 414 ? "URI Too Long"
+		    : c->req.error_status == 501 ? "Not Implemented"
+		    : c->req.error_status == 505 ? "HTTP Version Not Supported"
+						 : "Bad Request",
+		    c->req.error);
+		return;
+	}
+	evbuffer_drain(in, c->req.head_len);
+	if (!(c->req.flags & HTTP_F_KEEP_ALIVE) || c->e->draining)
+		c->flags |= CONN_F_CLIENT_CLOSE;
+	conn_request(c);
+}
+
+/* Backpressure: stop reading src while dst has too much queued. */
+static void
+conn_throttle(struct conn_side *src, struct conn_side *dst)
+{
+	if (src->bev == NULL || dst->bev == NULL)
+		return;
+	if (evbuffer_get_length(bufferevent_get_output(dst->bev)) > CONN_HIGH_MARK) {
+		if (!src->throttled) {
+			bufferevent_disable(src->bev, EV_READ);
+			src->throttled = 1;
+		}
+	} else if (src->throttled) {
+		src->throttled = 0;
+		bufferevent_enable(src->bev, EV_READ);
+	}
+}
+
+/* Move what can be moved in the current state, both directions. */
+static void
+conn_pump(struct conn *c)
+{
+	struct evbuffer *cin, *uin, *cout, *uout;
+	struct bufferevent *cb = c->client.bev, *ub = c->up.bev;
+
+	if (c->state == CONN_TUNNEL) {
+		cin = bufferevent_get_input(cb);
+		uin = bufferevent_get_input(ub);
+		c->req_body.bytes += (int64_t)evbuffer_get_length(cin);
+		c->resp_body.bytes += (int64_t)evbuffer_get_length(uin);
+		evbuffer_add_buffer(bufferevent_get_output(ub), cin);
+		evbuffer_add_buffer(bufferevent_get_output(cb), uin);
+		conn_throttle(&c->client, &c->up);
+		conn_throttle(&c->up, &c->client);
+		return;
+	}
+	if (c->state != CONN_EXCHANGE)
+		return;
+	cin = bufferevent_get_input(cb);
+	uout = bufferevent_get_output(ub);
+	if (!c->req_body.done &&
+	    conn_body_move(c, &c->req_body, cin, uout, c->client.eof) == -1) {
+		conn_error(c, 400, "Bad Request", "malformed chunked request body");
+		return;
+	}
+	if (!c->req_body.done && c->client.eof) {
+		conn_close(c, "client closed during the request body");
+		return;
+	}
+	if (c->req_body.done) {
+		/* Pipelined bytes wait for this exchange, but only so many. */
+		if (evbuffer_get_length(cin) > c->e->http.head)
+			bufferevent_disable(cb, EV_READ);
+	} else
+		conn_throttle(&c->client, &c->up);
+	if (!c->resp_parsed)
+		return;
+	uin = bufferevent_get_input(ub);
+	cout = bufferevent_get_output(cb);
+	if (!c->resp_body.done &&
+	    conn_body_move(c, &c->resp_body, uin, cout, c->up.eof) == -1) {
+		conn_close(c, "malformed chunked response body");
+		return;
+	}
+	if (!c->resp_body.done && c->up.eof) {
+		c->error = "upstream closed during the response body";
+		conn_flush_close(c);
+		return;
+	}
+	conn_throttle(&c->up, &c->client);
+	if (c->resp_body.done && c->req_body.done)
+		conn_exchange_done(c);
+}
+
+/* Parse the response head; 100 Continue and other 1xx are handled here. */
+static void
+conn_read_response(struct conn *c)
+{
+	struct evbuffer *in = bufferevent_get_input(c->up.bev);
+	size_t len, want;
+	enum http_body out;
+	enum http_parse r;
+	struct buf head;
+	int flags = 0;
+
+	while (!c->resp_parsed && (len = evbuffer_get_length(in)) > 0) {
+		want = len < c->e->http.head ? len : c->e->http.head + 1;
+		r = http_parse_response((const char *)evbuffer_pullup(in, (ev_ssize_t)want), want,
+		    &c->e->http, c->req.method, &c->resp);
+		if (r == HTTP_PARSE_INCOMPLETE)
+			return;
+		if (r == HTTP_PARSE_ERROR) {
+			conn_error(c, 502, "Bad Gateway", c->resp.error);
+			return;
+		}
+		evbuffer_drain(in, c->resp.head_len);
+		if (c->resp.status >= 100 && c->resp.status < 200) {
+			/* Interim: pass 100 on when the client asked for it; drop the rest. */
+			if (c->resp.status == 100 && (c->req.flags & HTTP_F_EXPECT_CONTINUE) &&
+			    !(c->flags & CONN_F_CONTINUE_SENT)) {
+				evbuffer_add_printf(bufferevent_get_output(c->client.bev),
+				    "HTTP/1.1 100 Continue\r\n\r\n");
+				c->flags |= CONN_F_CONTINUE_SENT;
+			}
+			http_msg_free(&c->resp);
+			http_msg_init(&c->resp);
+			continue;
+		}
+		c->resp_parsed = 1;
+	}
+	if (!c->resp_parsed)
+		return;
+	c->status = c->resp.status;
+	if (!(c->flags & CONN_F_CLIENT_CLOSE) && (c->resp.flags & HTTP_F_KEEP_ALIVE) &&
+	    !c->e->draining)
+		flags |= HTTP_SER_KEEP_ALIVE;
+	buf_init(&head);
+	if (http_response_serialize(&c->resp, c->req.version, flags, &head, &out) == -1) {
+		buf_free(&head);
+		conn_error(c, 502, "Bad Gateway", "response cannot be forwarded to this client");
+		return;
+	}
+	if (!(flags & HTTP_SER_KEEP_ALIVE) || out == HTTP_BODY_CLOSE)
+		c->flags |= CONN_F_CLIENT_CLOSE;
+	evbuffer_add(bufferevent_get_output(c->client.bev), head.data, head.len);
+	buf_free(&head);
+	c->flags |= CONN_F_RESP_STARTED;
+	memset(&c->resp_body, 0, sizeof c->resp_body);
+	c->resp_body.in = c->resp.body;
+	c->resp_body.out = out;
+	c->resp_body.left = c->resp.body == HTTP_BODY_LENGTH ? c->resp.length : 0;
+	chunked_init(&c->resp_body.dec, &c->e->http);
+	conn_pump(c);
+}
+
+/* A finished exchange: audit it, pool the upstream, wait for the next request. */
+static void
+conn_exchange_done(struct conn *c)
+{
+	int reusable;
+
+	conn_audit(c);
+	if (c->upstream != NULL) {
+		reusable = c->resp_parsed && (c->resp.flags & HTTP_F_KEEP_ALIVE) &&
+			   c->resp.body != HTTP_BODY_CLOSE && !c->up.eof && c->req_body.done;
+		upstream_release(c->e, c->upstream, reusable);
+		c->upstream = NULL;
+		c->up.bev = NULL;
+		c->up.eof = 0;
+		c->up.throttled = 0;
+	}
+	bufferevent_set_timeouts(c->client.bev, NULL, NULL);
+	if (c->flags & CONN_F_CLIENT_CLOSE || c->client.eof || c->e->draining) {
+		conn_flush_close(c);
+		return;
+	}
+	conn_exchange_reset(c);
+	c->client.throttled = 0;
+	bufferevent_enable(c->client.bev, EV_READ);
+	conn_set_state(c, CONN_READ_HEAD);
+	/* A pipelined request may already be waiting. */
+	conn_read_head(c);
+}
+
+static void
+conn_client_read_cb(struct bufferevent *bev, void *arg)
+{
+	struct conn_side *s = arg;
+	struct conn *c = s->conn;
+
+	switch (c->state) {
+	case CONN_READ_HEAD:
+		conn_read_head(c);
+		break;
+	case CONN_READ_BODY:
+		conn_hold_body(c);
+		break;
+	case CONN_EXCHANGE:
+	case CONN_TUNNEL:
+		conn_pump(c);
+		break;
+	case CONN_CONNECTING:
+		bufferevent_disable(bev, EV_READ);
+		break;
+	case CONN_FLUSH:
+		evbuffer_drain(bufferevent_get_input(bev), (size_t)-1);
+		break;
+	}
+}
+
+static void
+conn_client_write_cb(struct bufferevent *bev, void *arg)
+{
+	struct conn_side *s = arg;
+	struct conn *c = s->conn;
+
+	if (c->state == CONN_FLUSH) {
+		if (evbuffer_get_length(bufferevent_get_output(bev)) == 0)
+			conn_close(c, "done");
+		return;
+	}
+	if (c->up.throttled)
+		conn_pump(c);
+}
+
+static void
+conn_up_read_cb(struct bufferevent *bev, void *arg)
+{
+	struct conn_side *s = arg;
+	struct conn *c = s->conn;
+
+	if (c->state == CONN_TUNNEL) {
+		conn_pump(c);
+		return;
+	}
+	if (c->state != CONN_EXCHANGE)
+		return;
+	if (!c->resp_parsed)
+		conn_read_response(c);
+	else
+		conn_pump(c);
+}
+
+static void
+conn_up_write_cb(struct bufferevent *bev, void *arg)
+{
+	struct conn_side *s = arg;
+	struct conn *c = s->conn;
+
+	if (c->client.throttled)
+		conn_pump(c);
+}
+
+/* Half-close the peer's write side once everything for it is written. */
+static void
+conn_tunnel_eof(struct conn *c, struct conn_side *s)
+{
+	s->eof = 1;
+	conn_pump(c);
+	if (c->client.eof && c->up.eof) {
+		conn_close(c, "tunnel closed");
+		return;
+	}
+	if (evbuffer_get_length(bufferevent_get_output(s->peer->bev)) == 0)
+		shutdown(bufferevent_getfd(s->peer->bev), SHUT_WR);
+}
+
+/*
+ * A pooled upstream may have been closed by the server just as it was
+ * reused. When nothing of the response came and no request body was
+ * consumed, send the request once more on a fresh connection.
+ */
+static int
+conn_retry(struct conn *c)
+{
+	if (c->upstream == NULL || !c->upstream->reused || c->retried ||
+	    c->req.body != HTTP_BODY_NONE || c->held != NULL ||
+	    evbuffer_get_length(bufferevent_get_input(c->up.bev)) > 0)
+		return 0;
+	c->retried = 1;
+	upstream_free(c->upstream);
+	c->upstream = NULL;
+	c->up.bev = NULL;
+	c->up.eof = 0;
+	http_msg_free(&c->resp);
+	http_msg_init(&c->resp);
+	conn_set_state(c, CONN_CONNECTING);
+	bufferevent_disable(c->client.bev, EV_READ);
+	c->job = upstream_get(c->e, c->policy, &c->host, c->port, &c->decision, UPSTREAM_F_FRESH,
+	    conn_upstream_cb, c);
+	return 1;
+}
+
+static void
+conn_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	struct conn_side *s = arg;
+	struct conn *c = s->conn;
+	int is_up = s == &c->up;
+
+	if (what & BEV_EVENT_TIMEOUT) {
+		if (is_up && c->state == CONN_EXCHANGE && !c->resp_parsed) {
+			conn_error(c, 504, "Gateway Timeout", "upstream response timed out");
+			return;
+		}
+		conn_close(c, c->state == CONN_TUNNEL ? "tunnel idle timeout" : "timeout");
+		return;
+	}
+	if (what & BEV_EVENT_ERROR) {
+		if (is_up && c->state == CONN_EXCHANGE && !c->resp_parsed) {
+			if (conn_retry(c))
+				return;
+			conn_error(c, 502, "Bad Gateway", "upstream connection reset");
+			return;
+		}
+		conn_close(c, is_up ? "upstream error" : "client error");
+		return;
+	}
+	if (!(what & BEV_EVENT_EOF))
+		return;
+	if (c->state == CONN_TUNNEL) {
+		conn_tunnel_eof(c, s);
+		return;
+	}
+	s->eof = 1;
+	if (!is_up) {
+		/* The client is gone or half-closed: finish what can be finished. */
+		if (c->state == CONN_READ_HEAD || c->state == CONN_FLUSH) {
+			conn_close(c, "client closed");
+			return;
+		}
+		c->flags |= CONN_F_CLIENT_CLOSE;
+		if (c->state == CONN_READ_BODY) {
+			conn_close(c, "client closed during the request body");
+			return;
+		}
+		conn_pump(c);
+		return;
+	}
+	if (c->state != CONN_EXCHANGE)
+		return;
+	if (!c->resp_parsed) {
+		conn_read_response(c);
+		if (c->resp_parsed || (c->flags & CONN_F_CLOSED))
+			return;
+		if (conn_retry(c))
+			return;
+		conn_error(c, 502, "Bad Gateway", "upstream closed without a response");
+		return;
+	}
+	conn_pump(c);
+}
+
+static void
+conn_attach_upstream(struct conn *c, struct upstream *u)
+{
+	c->upstream = u;
+	c->up.bev = u->bev;
+	c->up.eof = 0;
+	c->up.throttled = 0;
+	bufferevent_setcb(u->bev, conn_up_read_cb, conn_up_write_cb, conn_event_cb, &c->up);
+	bufferevent_setwatermark(u->bev, EV_WRITE, CONN_LOW_MARK, 0);
+	bufferevent_enable(u->bev, EV_READ | EV_WRITE);
+}
+
+/* Send the request head and what is already here of its body. */
+static void
+conn_send_request(struct conn *c)
+{
+	struct buf head;
+	int flags = HTTP_SER_KEEP_ALIVE;
+
+	if (c->flags & CONN_F_CONTINUE_SENT) {
+		/* We answered the expectation; the upstream gets the body at once. */
+		c->req.flags &= ~HTTP_F_EXPECT_CONTINUE;
+	}
+	buf_init(&head);
+	if (http_request_serialize(&c->req, c->req.uri.path, c->req.uri.authority, flags, &head) ==
+	    -1) {
+		buf_free(&head);
+		conn_error(c, 400, "Bad Request", "request cannot be forwarded");
+		return;
+	}
+	evbuffer_add(bufferevent_get_output(c->up.bev), head.data, head.len);
+	buf_free(&head);
+	if (c->held != NULL) {
+		struct evbuffer *uout = bufferevent_get_output(c->up.bev);
+		size_t n = evbuffer_get_length(c->held);
+		char ch[CHUNKED_HEAD_MAX];
+
+		/*
+		 * A body held whole goes as Content-Length. A truncated one
+		 * continues as a stream in its own framing: held chunked data
+		 * was de-chunked, so it goes first as one chunk of ours.
+		 */
+		c->req_body.out = c->req_body.in;
+		if (c->req_body.in == HTTP_BODY_CHUNKED && !c->req_body.done && n > 0) {
+			evbuffer_add(uout, ch, chunked_head(ch, n));
+			evbuffer_add_buffer(uout, c->held);
+			evbuffer_add(uout, "\r\n", 2);
+		} else
+			evbuffer_add_buffer(uout, c->held);
+	}
+	conn_set_state(c, CONN_EXCHANGE);
+	bufferevent_enable(c->client.bev, EV_READ);
+	conn_pump(c);
+}
+
+static void
+conn_upstream_cb(void *arg, struct upstream_result *r)
+{
+	struct conn *c = arg;
+	char detail[256];
+
+	c->job = NULL;
+	if (r->err == UPSTREAM_E_BLOCKED) {
+		c->decision = r->decision;
+		conn_block(c);
+		return;
+	}
+	if (r->err != UPSTREAM_OK) {
+		snprintf(detail, sizeof detail, "%s: %s:%u%s%s", upstream_strerror(r->err),
+		    c->host.name, c->port, r->sys_errno ? ": " : "",
+		    r->sys_errno ? strerror(r->sys_errno) : "");
+		c->error = upstream_strerror(r->err);
+		if (r->err == UPSTREAM_E_TIMEOUT)
+			conn_error(c, 504, "Gateway Timeout", detail);
+		else
+			conn_error(c, 502, "Bad Gateway", detail);
+		return;
+	}
+	c->decision = r->decision;
+	conn_attach_upstream(c, r->u);
+	if (strcmp(c->req.method, "CONNECT") == 0) {
+		c->status = 200;
+		evbuffer_add_printf(bufferevent_get_output(c->client.bev),
+		    "HTTP/1.1 200 Connection established\r\n\r\n");
+		c->flags |= CONN_F_RESP_STARTED;
+		conn_set_state(c, CONN_TUNNEL);
+		bufferevent_enable(c->client.bev, EV_READ);
+		conn_pump(c);
+		return;
+	}
+	conn_send_request(c);
+}
+
+void
+conn_accept(struct egressd *e, int fd, const struct sockaddr *sa, socklen_t salen)
+{
+	struct conn *c;
+	char host[INET6_ADDRSTRLEN];
+	int one = 1;
+
+	c = xcalloc(1, sizeof *c);
+	c->e = e;
+	c->id = ++e->conn_seq;
+	c->policy = policy_ref(e->policy);
+	http_msg_init(&c->req);
+	http_msg_init(&c->resp);
+	if (sa->sa_family == AF_INET) {
+		const struct sockaddr_in *sin = (const struct sockaddr_in *)sa;
+
+		inet_ntop(AF_INET, &sin->sin_addr, host, sizeof host);
+		snprintf(c->client_addr, sizeof c->client_addr, "%s:%u", host,
+		    ntohs(sin->sin_port));
+	} else if (sa->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)sa;
+
+		inet_ntop(AF_INET6, &sin6->sin6_addr, host, sizeof host);
+		snprintf(c->client_addr, sizeof c->client_addr, "[%s]:%u", host,
+		    ntohs(sin6->sin6_port));
+	}
+	(void)salen;
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+	c->client.bev = bufferevent_socket_new(e->base, fd, BEV_OPT_CLOSE_ON_FREE);
+	if (c->client.bev == NULL) {
+		close(fd);
+		policy_unref(c->policy);
+		free(c);
+		return;
+	}
+	c->client.conn = c->up.conn = c;
+	c->client.peer = &c->up;
+	c->up.peer = &c->client;
+	c->timer = evtimer_new(e->base, conn_timer_cb, c);
+	TAILQ_INSERT_TAIL(&e->conns, c, entry);
+	e->nconns++;
+	bufferevent_setcb(c->client.bev, conn_client_read_cb, conn_client_write_cb, conn_event_cb,
+	    &c->client);
+	bufferevent_setwatermark(c->client.bev, EV_WRITE, CONN_LOW_MARK, 0);
+	bufferevent_enable(c->client.bev, EV_READ | EV_WRITE);
+	conn_set_state(c, CONN_READ_HEAD);
+}
+
+/* SIGTERM: connections waiting for a request are closed now. */
+void
+conn_drain_idle(struct egressd *e)
+{
+	struct conn *c, *next;
+
+	for (c = TAILQ_FIRST(&e->conns); c != NULL; c = next) {
+		next = TAILQ_NEXT(c, entry);
+		if (c->state == CONN_READ_HEAD && !c->req_parsed &&
+		    evbuffer_get_length(bufferevent_get_input(c->client.bev)) == 0)
+			conn_close(c, "shutdown");
+	}
+	upstream_pool_flush(e->pool);
+}
+
+void
+conn_close_all(struct egressd *e, const char *why)
+{
+	struct conn *c;
+
+	while ((c = TAILQ_FIRST(&e->conns)) != NULL) {
+		c->error = why;
+		conn_close(c, why);
+	}
+}

@@ -1,0 +1,842 @@
+/*
+ * HTTP/1.1 message heads (RFC 9112), read strictly and written back out in
+ * a normal form. egressd never forwards a head as it arrived: it parses it,
+ * refuses anything two implementations could read differently (the roots
+ * of request smuggling: conflicting or malformed framing, bare CR or LF,
+ * obs-fold, NUL), and serialises a fresh head from the parsed form with
+ * framing headers of its own. Works on contiguous bytes; the caller frames
+ * bodies (chunked.c decodes chunked ones).
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "proxy.h"
+
+const struct http_limits http_limits_default = {
+    .start_line = 8192,
+    .header_line = 8192,
+    .head = 65536,
+    .headers = 100,
+    .chunk_line = 4096,
+    .chunk_ext_total = 65536,
+};
+
+/*
+ * Fields never copied from one side to the other: the hop-by-hop ones, the
+ * framing the proxy states itself, and Host and Via, which it re-states.
+ */
+static const char *const http_restated[] = {
+    "Connection",
+    "Keep-Alive",
+    "Proxy-Connection",
+    "Proxy-Authorization",
+    "Proxy-Authenticate",
+    "TE",
+    "Trailer",
+    "Transfer-Encoding",
+    "Upgrade",
+    "Content-Length",
+    "Host",
+    "Via",
+};
+
+static int
+http_tchar(unsigned char c)
+{
+	if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))
+		return 1;
+	return c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL;
+}
+
+static int
+http_ows(char c)
+{
+	return c == ' ' || c == '\t';
+}
+
+/* A non-empty string of visible ASCII: no space, control or obs-text. */
+static int
+http_visible(const char *s)
+{
+	if (*s == '\0')
+		return 0;
+	for (; *s != '\0'; s++) {
+		if ((unsigned char)*s <= 0x20 || (unsigned char)*s >= 0x7f)
+			return 0;
+	}
+	return 1;
+}
+
+void
+http_msg_init(struct http_msg *msg)
+{
+	memset(msg, 0, sizeof *msg);
+}
+
+void
+http_msg_free(struct http_msg *msg)
+{
+	free(msg->head);
+	free(msg->headers);
+	free(msg->codings);
+	http_target_free(&msg->uri);
+	http_msg_init(msg);
+}
+
+/* Drop whatever was parsed and keep only the error. */
+static enum http_parse
+http_fail(struct http_msg *msg, int status, const char *why)
+{
+	http_msg_free(msg);
+	msg->error_status = status;
+	msg->error = why;
+	return HTTP_PARSE_ERROR;
+}
+
+const char *
+http_msg_header(const struct http_msg *msg, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < msg->nheaders; i++) {
+		if (strcasecmp(msg->headers[i].name, name) == 0)
+			return msg->headers[i].value;
+	}
+	return NULL;
+}
+
+/* Whether a comma-separated list value holds a token, case-insensitively. */
+int
+http_list_has(const char *value, const char *token)
+{
+	const char *p = value, *end;
+	size_t n = strlen(token);
+
+	while (*p != '\0') {
+		while (http_ows(*p) || *p == ',')
+			p++;
+		end = p;
+		while (*end != '\0' && *end != ',')
+			end++;
+		if ((size_t)(end - p) >= n && strncasecmp(p, token, n) == 0) {
+			p += n;
+			while (p < end && http_ows(*p))
+				p++;
+			if (p == end)
+				return 1;
+		}
+		p = end;
+	}
+	return 0;
+}
+
+/*
+ * Looks for the empty line that ends the head, from where the last call
+ * stopped, so a head arriving a byte at a time costs linear time. Line
+ * ends, control bytes and sizes are checked as soon as the bytes are in,
+ * so a peer cannot make the proxy hold a large buffer of junk.
+ */
+static enum http_parse
+http_scan(struct http_msg *msg, const char *data, size_t len, const struct http_limits *lim,
+          int request)
+{
+	unsigned char c;
+	size_t pos, linelen, max;
+
+	for (pos = msg->scan_pos; pos < len; pos++) {
+		c = (unsigned char)data[pos];
+		if (pos >= lim->head)
+			return http_fail(msg, 431, "head too large");
+		if (c == '\r') {
+			if (pos + 1 == len)
+				break;
+			if (data[pos + 1] != '\n')
+				return http_fail(msg, 400, "bare CR");
+			continue;
+		}
+		linelen = pos - msg->scan_line;
+		if (c != '\n') {
+			if ((c < 0x20 && c != '\t') || c == 0x7f)
+				return http_fail(msg, 400, "control character in head");
+			max = msg->scan_lines == 0 ? lim->start_line : lim->header_line;
+			if (linelen < max)
+				continue;
+			if (msg->scan_lines > 0)
+				return http_fail(msg, 431, "header line too long");
+			return http_fail(msg, request ? 414 : 400, "start line too long");
+		}
+		if (pos == 0 || data[pos - 1] != '\r')
+			return http_fail(msg, 400, "bare LF");
+		msg->scan_line = pos + 1;
+		if (linelen > 1) {
+			if (++msg->scan_lines > lim->headers + 1)
+				return http_fail(msg, 431, "too many header fields");
+			continue;
+		}
+		if (msg->scan_lines > 0) {
+			msg->scan_pos = msg->head_len = pos + 1;
+			return HTTP_PARSE_DONE;
+		}
+		/* RFC 9112 §2.2: one CRLF before a request line is ignored. */
+		if (!request || msg->scan_skip > 0)
+			return http_fail(msg, 400, "empty line before start line");
+		msg->scan_skip = pos + 1;
+	}
+	msg->scan_pos = pos;
+	return HTTP_PARSE_INCOMPLETE;
+}
+
+/* Split one field line in place into a name and a trimmed value. */
+static const char *
+http_field(char *line, struct http_header *h)
+{
+	char *p, *end;
+
+	if (http_ows(*line))
+		return "obs-fold or whitespace before a field";
+	for (p = line; http_tchar((unsigned char)*p); p++)
+		;
+	if (*p != ':') {
+		if (http_ows(*p))
+			return "whitespace before colon";
+		return "invalid field name";
+	}
+	if (p == line)
+		return "empty field name";
+	*p++ = '\0';
+	while (http_ows(*p))
+		p++;
+	end = p + strlen(p);
+	while (end > p && http_ows(end[-1]))
+		end--;
+	*end = '\0';
+	h->name = line;
+	h->value = p;
+	return NULL;
+}
+
+/*
+ * Copy the complete head, split it into lines and fields. Returns the
+ * start line, or NULL with the error set.
+ */
+static char *
+http_split(struct http_msg *msg, const char *data, int request)
+{
+	const char *error;
+	char *line, *cr, *first;
+	size_t n, i;
+
+	n = msg->head_len - msg->scan_skip;
+	msg->head = xmalloc(n + 1);
+	memcpy(msg->head, data + msg->scan_skip, n);
+	msg->head[n] = '\0';
+	msg->nheaders = msg->scan_lines - 1;
+	msg->headers = xcalloc(msg->nheaders + 1, sizeof *msg->headers);
+
+	/* The scan saw every CR followed by LF, so lines end at each CR. */
+	first = msg->head;
+	cr = strchr(first, '\r');
+	*cr = '\0';
+	line = cr + 2;
+	for (i = 0; i < msg->nheaders; i++) {
+		cr = strchr(line, '\r');
+		*cr = '\0';
+		if ((error = http_field(line, &msg->headers[i])) != NULL) {
+			http_fail(msg, request ? 400 : 502, error);
+			return NULL;
+		}
+		line = cr + 2;
+	}
+	return first;
+}
+
+/* "HTTP/1.0" or "HTTP/1.1" → 10 or 11; another HTTP/d.d → 0; else -1. */
+static int
+http_version(const char *s)
+{
+	if (strncmp(s, "HTTP/", 5) != 0 || s[5] < '0' || s[5] > '9' || s[6] != '.' || s[7] < '0' ||
+	    s[7] > '9')
+		return -1;
+	if (s[5] == '1' && (s[7] == '0' || s[7] == '1'))
+		return 10 + s[7] - '0';
+	return 0;
+}
+
+/* Content-Length: digits only, one value, at most HTTP_LENGTH_MAX. */
+static int
+http_length(const char *s, uint64_t *out)
+{
+	uint64_t v = 0;
+
+	if (*s == '\0')
+		return -1;
+	for (; *s != '\0'; s++) {
+		if (*s < '0' || *s > '9')
+			return -1;
+		if (v > (HTTP_LENGTH_MAX - (uint64_t)(*s - '0')) / 10)
+			return -1;
+		v = v * 10 + (uint64_t)(*s - '0');
+	}
+	*out = v;
+	return 0;
+}
+
+/*
+ * Check an authority: host [":" port], no userinfo. A host is a name of
+ * letters, digits, '-', '.' and '_' or a bracketed IPv6 address; the other
+ * reg-name characters of RFC 3986 (percent escapes, sub-delims) name no
+ * real host and only leave room for two readers to disagree.
+ */
+static const char *
+http_authority(const char *s, size_t len, int port_required, size_t *hostlen, uint16_t *port)
+{
+	const char *p, *end = s + len;
+	unsigned long v = 0;
+	unsigned char c;
+
+	if (memchr(s, '@', len) != NULL)
+		return "userinfo in authority";
+	p = s;
+	if (p < end && *p == '[') {
+		for (p++; p < end && *p != ']'; p++) {
+			c = (unsigned char)*p;
+			if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') ||
+			      (c >= 'A' && c <= 'F') || c == ':' || c == '.'))
+				return "invalid IPv6 address";
+		}
+		if (p == end || p == s + 1)
+			return "invalid IPv6 address";
+		p++;
+	} else {
+		for (; p < end && *p != ':'; p++) {
+			c = (unsigned char)*p;
+			if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') ||
+			      (c >= 'A' && c <= 'Z') || c == '-' || c == '.' || c == '_'))
+				return "invalid character in host";
+		}
+		if (p == s)
+			return "empty host";
+	}
+	*hostlen = (size_t)(p - s);
+	*port = 0;
+	if (p == end)
+		return port_required ? "port required" : NULL;
+	if (*p++ != ':' || p == end || end - p > 5)
+		return "invalid port";
+	for (; p < end; p++) {
+		if (*p < '0' || *p > '9')
+			return "invalid port";
+		v = v * 10 + (unsigned long)(*p - '0');
+	}
+	if (v == 0 || v > 65535)
+		return "invalid port";
+	*port = (uint16_t)v;
+	return NULL;
+}
+
+void
+http_target_free(struct http_target *t)
+{
+	free(t->scheme);
+	free(t->authority);
+	free(t->host);
+	free(t->path);
+	memset(t, 0, sizeof *t);
+}
+
+/* The authority and what follows it, after "scheme://". */
+static const char *
+http_target_absolute(const char *s, struct http_target *out)
+{
+	const char *error, *rest;
+	size_t hostlen;
+
+	rest = s + strcspn(s, "/?");
+	error = http_authority(s, (size_t)(rest - s), 0, &hostlen, &out->port);
+	if (error != NULL)
+		return error;
+	out->authority = xstrndup(s, (size_t)(rest - s));
+	out->host = xstrndup(s, hostlen);
+	out->port_explicit = out->port != 0;
+	if (out->port == 0)
+		out->port = strcmp(out->scheme, "https") == 0 ? 443 : 80;
+	if (*rest == '/')
+		out->path = xstrdup(rest);
+	else
+		out->path = xasprintf("/%s", rest);
+	return NULL;
+}
+
+/*
+ * Classify a request target (RFC 9112 §3.2) against its method and split
+ * it. The host is returned as written; normalising it is the caller's.
+ */
+const char *
+http_target_parse(const char *method, const char *target, struct http_target *out)
+{
+	const char *error = NULL;
+	size_t hostlen, n;
+
+	memset(out, 0, sizeof *out);
+	if (!http_visible(target))
+		return "invalid character in target";
+	if (strchr(target, '#') != NULL)
+		return "fragment in target";
+	if (strcmp(method, "CONNECT") == 0) {
+		out->form = HTTP_TARGET_AUTHORITY;
+		error = http_authority(target, strlen(target), 1, &hostlen, &out->port);
+		if (error != NULL)
+			return error;
+		out->authority = xstrdup(target);
+		out->host = xstrndup(target, hostlen);
+		out->port_explicit = 1;
+		return NULL;
+	}
+	if (strcmp(target, "*") == 0) {
+		if (strcmp(method, "OPTIONS") != 0)
+			return "asterisk-form without OPTIONS";
+		out->form = HTTP_TARGET_ASTERISK;
+		return NULL;
+	}
+	if (target[0] == '/') {
+		out->form = HTTP_TARGET_ORIGIN;
+		out->path = xstrdup(target);
+		return NULL;
+	}
+	out->form = HTTP_TARGET_ABSOLUTE;
+	n = strcspn(target, ":");
+	if (n == 4 && strncasecmp(target, "http", 4) == 0)
+		out->scheme = xstrdup("http");
+	else if (n == 5 && strncasecmp(target, "https", 5) == 0)
+		out->scheme = xstrdup("https");
+	else
+		return "unsupported target";
+	if (strncmp(target + n, "://", 3) != 0)
+		error = "unsupported target";
+	else
+		error = http_target_absolute(target + n + 3, out);
+	if (error != NULL)
+		http_target_free(out);
+	return error;
+}
+
+/* method SP target SP HTTP-version, single spaces. */
+static enum http_parse
+http_request_line(struct http_msg *msg, char *line)
+{
+	char *sp1, *sp2, *p;
+	const char *error;
+	int v;
+
+	if ((sp1 = strchr(line, ' ')) == NULL || (sp2 = strchr(sp1 + 1, ' ')) == NULL ||
+	    strchr(sp2 + 1, ' ') != NULL)
+		return http_fail(msg, 400, "malformed request line");
+	*sp1 = *sp2 = '\0';
+	if (*line == '\0')
+		return http_fail(msg, 400, "empty method");
+	for (p = line; *p != '\0'; p++) {
+		if (!http_tchar((unsigned char)*p))
+			return http_fail(msg, 400, "invalid method");
+	}
+	if ((v = http_version(sp2 + 1)) == -1 || sp2[9] != '\0')
+		return http_fail(msg, 400, "malformed HTTP version");
+	if (v == 0)
+		return http_fail(msg, 505, "unsupported HTTP version");
+	msg->version = v;
+	msg->method = line;
+	msg->target = sp1 + 1;
+	if ((error = http_target_parse(msg->method, msg->target, &msg->uri)) != NULL)
+		return http_fail(msg, 400, error);
+	return HTTP_PARSE_DONE;
+}
+
+/* Keep-alive from the version default and the Connection tokens. */
+static void
+http_connection(struct http_msg *msg)
+{
+	int keep = msg->version == 11, upgrade = 0;
+	size_t i;
+
+	for (i = 0; i < msg->nheaders; i++) {
+		if (strcasecmp(msg->headers[i].name, "Connection") != 0)
+			continue;
+		if (http_list_has(msg->headers[i].value, "keep-alive"))
+			keep = 1;
+		if (http_list_has(msg->headers[i].value, "upgrade"))
+			upgrade = 1;
+	}
+	for (i = 0; i < msg->nheaders; i++) {
+		if (strcasecmp(msg->headers[i].name, "Connection") == 0 &&
+		    http_list_has(msg->headers[i].value, "close"))
+			keep = 0;
+		if (msg->upgrade == NULL && strcasecmp(msg->headers[i].name, "Upgrade") == 0)
+			msg->upgrade = msg->headers[i].value;
+	}
+	if (keep)
+		msg->flags |= HTTP_F_KEEP_ALIVE;
+	if (upgrade && msg->upgrade != NULL)
+		msg->flags |= HTTP_F_UPGRADE;
+}
+
+/* How many fields of a name there are; *value is the last one's. */
+static size_t
+http_count(const struct http_msg *msg, const char *name, const char **value)
+{
+	size_t i, n = 0;
+
+	*value = NULL;
+	for (i = 0; i < msg->nheaders; i++) {
+		if (strcasecmp(msg->headers[i].name, name) == 0) {
+			*value = msg->headers[i].value;
+			n++;
+		}
+	}
+	return n;
+}
+
+/* Framing and Host of a request: anything ambiguous is refused. */
+static enum http_parse
+http_request_fields(struct http_msg *msg)
+{
+	const char *te, *cl, *host, *expect;
+	size_t nte, ncl, nhost, hostlen;
+	uint16_t port;
+
+	nte = http_count(msg, "Transfer-Encoding", &te);
+	ncl = http_count(msg, "Content-Length", &cl);
+	nhost = http_count(msg, "Host", &host);
+	if (nte > 0) {
+		if (msg->version == 10)
+			return http_fail(msg, 400, "Transfer-Encoding in HTTP/1.0");
+		if (ncl > 0)
+			return http_fail(msg, 400, "Transfer-Encoding with Content-Length");
+		/* Only a lone "chunked": no other coding, not twice. */
+		if (nte > 1 || strcasecmp(te, "chunked") != 0)
+			return http_fail(msg, 501, "unsupported transfer coding");
+		msg->body = HTTP_BODY_CHUNKED;
+	} else if (ncl > 0) {
+		if (ncl > 1)
+			return http_fail(msg, 400, "duplicate Content-Length");
+		if (http_length(cl, &msg->length) == -1)
+			return http_fail(msg, 400, "invalid Content-Length");
+		msg->body = HTTP_BODY_LENGTH;
+	}
+	if (msg->uri.form == HTTP_TARGET_AUTHORITY &&
+	    (msg->body == HTTP_BODY_CHUNKED || msg->length > 0))
+		return http_fail(msg, 400, "CONNECT with a body");
+	if (msg->uri.form == HTTP_TARGET_AUTHORITY)
+		msg->body = HTTP_BODY_NONE;
+	if (nhost > 1)
+		return http_fail(msg, 400, "duplicate Host");
+	if (nhost == 0 && msg->version == 11)
+		return http_fail(msg, 400, "missing Host");
+	if (nhost == 1 && http_authority(host, strlen(host), 0, &hostlen, &port) != NULL)
+		return http_fail(msg, 400, "invalid Host");
+	http_connection(msg);
+	expect = http_msg_header(msg, "Expect");
+	if (msg->version == 11 && expect != NULL && strcasecmp(expect, "100-continue") == 0)
+		msg->flags |= HTTP_F_EXPECT_CONTINUE;
+	return HTTP_PARSE_DONE;
+}
+
+/*
+ * Parse one request head if it is complete. msg must come from
+ * http_msg_init, or from a call that returned HTTP_PARSE_INCOMPLETE for the
+ * same bytes (the search for the head's end resumes where it stopped); a
+ * msg already parsed or failed returns the same again. Error statuses:
+ * 400, 414, 431, 501, 505.
+ */
+enum http_parse
+http_parse_request(const char *data, size_t len, const struct http_limits *lim,
+                   struct http_msg *msg)
+{
+	enum http_parse r;
+	char *line;
+
+	if (msg->error != NULL || msg->head != NULL)
+		return msg->error != NULL ? HTTP_PARSE_ERROR : HTTP_PARSE_DONE;
+	if (lim == NULL)
+		lim = &http_limits_default;
+	if ((r = http_scan(msg, data, len, lim, 1)) != HTTP_PARSE_DONE)
+		return r;
+	if ((line = http_split(msg, data, 1)) == NULL)
+		return HTTP_PARSE_ERROR;
+	if (http_request_line(msg, line) == HTTP_PARSE_ERROR)
+		return HTTP_PARSE_ERROR;
+	return http_request_fields(msg);
+}
+
+/*
+ * Response transfer codings: a list of tokens where chunked, if present,
+ * is last and once. The others are kept in msg->codings to be re-stated.
+ */
+static const char *
+http_codings(struct http_msg *msg, int *chunkedp)
+{
+	const char *p, *start, *end, *e, *error = NULL;
+	struct buf b;
+	size_t i;
+	int chunked = 0;
+
+	buf_init(&b);
+	for (i = 0; i < msg->nheaders && error == NULL; i++) {
+		if (strcasecmp(msg->headers[i].name, "Transfer-Encoding") != 0)
+			continue;
+		for (p = msg->headers[i].value; error == NULL; p = end + 1) {
+			while (http_ows(*p))
+				p++;
+			start = p;
+			end = p + strcspn(p, ",");
+			for (e = end; e > start && http_ows(e[-1]); e--)
+				;
+			if (e == start)
+				error = "empty transfer coding";
+			else if (chunked)
+				error = "chunked before another coding";
+			for (p = start; p < e && error == NULL; p++) {
+				if (!http_tchar((unsigned char)*p))
+					error = "invalid transfer coding";
+			}
+			if (error != NULL)
+				break;
+			if (e - start == 7 && strncasecmp(start, "chunked", 7) == 0)
+				chunked = 1;
+			else {
+				if (b.len > 0)
+					buf_adds(&b, ", ");
+				buf_add(&b, start, (size_t)(e - start));
+			}
+			if (*end == '\0')
+				break;
+		}
+	}
+	if (error == NULL && b.len > 0)
+		msg->codings = buf_release(&b);
+	buf_free(&b);
+	*chunkedp = chunked;
+	return error;
+}
+
+/* HTTP-version SP 3DIGIT [SP reason-phrase]; the reason may be absent. */
+static enum http_parse
+http_status_line(struct http_msg *msg, char *line)
+{
+	int v;
+
+	if ((v = http_version(line)) == -1 || line[8] != ' ')
+		return http_fail(msg, 502, "malformed status line");
+	if (v == 0)
+		return http_fail(msg, 502, "unsupported HTTP version");
+	if (line[9] < '1' || line[9] > '5' || line[10] < '0' || line[10] > '9' || line[11] < '0' ||
+	    line[11] > '9' || (line[12] != ' ' && line[12] != '\0'))
+		return http_fail(msg, 502, "malformed status code");
+	msg->version = v;
+	msg->status = (line[9] - '0') * 100 + (line[10] - '0') * 10 + (line[11] - '0');
+	msg->reason = line[12] == ' ' ? line + 13 : "";
+	return HTTP_PARSE_DONE;
+}
+
+/* Response framing, RFC 9112 §6.3 in its order. */
+static enum http_parse
+http_response_fields(struct http_msg *msg, const char *method)
+{
+	const char *te, *cl, *error;
+	size_t nte, ncl;
+	int chunked, bodiless, connect_ok;
+
+	nte = http_count(msg, "Transfer-Encoding", &te);
+	ncl = http_count(msg, "Content-Length", &cl);
+	connect_ok = method != NULL && strcmp(method, "CONNECT") == 0 && msg->status / 100 == 2;
+	bodiless = msg->status < 200 || msg->status == 204 || msg->status == 304 || connect_ok ||
+	           (method != NULL && strcmp(method, "HEAD") == 0);
+	if (nte > 0) {
+		if (msg->version == 10)
+			return http_fail(msg, 502, "Transfer-Encoding in HTTP/1.0");
+		if ((error = http_codings(msg, &chunked)) != NULL)
+			return http_fail(msg, 502, error);
+		/* Transfer-Encoding overrides Content-Length, which is dropped. */
+		msg->body = chunked ? HTTP_BODY_CHUNKED : HTTP_BODY_CLOSE;
+	} else if (ncl > 0) {
+		if (ncl > 1)
+			return http_fail(msg, 502, "duplicate Content-Length");
+		if (http_length(cl, &msg->length) == -1)
+			return http_fail(msg, 502, "invalid Content-Length");
+		msg->body = HTTP_BODY_LENGTH;
+	} else
+		msg->body = HTTP_BODY_CLOSE;
+	if (bodiless) {
+		/* A HEAD or 304 response's length describes the resource. */
+		if (msg->body == HTTP_BODY_LENGTH && msg->status >= 200 && msg->status != 204 &&
+		    !connect_ok)
+			msg->flags |= HTTP_F_HAS_LENGTH;
+		else
+			msg->length = 0;
+		msg->body = HTTP_BODY_NONE;
+		free(msg->codings);
+		msg->codings = NULL;
+	}
+	http_connection(msg);
+	if (msg->body == HTTP_BODY_CLOSE)
+		msg->flags &= ~HTTP_F_KEEP_ALIVE;
+	if (msg->status != 101)
+		msg->flags &= ~HTTP_F_UPGRADE;
+	return HTTP_PARSE_DONE;
+}
+
+/*
+ * Parse one response head if it is complete; method is the request's
+ * (HEAD and CONNECT change the framing; NULL reads as GET). Every error
+ * has status 502: the client is answered Bad Gateway.
+ */
+enum http_parse
+http_parse_response(const char *data, size_t len, const struct http_limits *lim, const char *method,
+                    struct http_msg *msg)
+{
+	enum http_parse r;
+	char *line;
+
+	if (msg->error != NULL || msg->head != NULL)
+		return msg->error != NULL ? HTTP_PARSE_ERROR : HTTP_PARSE_DONE;
+	if (lim == NULL)
+		lim = &http_limits_default;
+	if ((r = http_scan(msg, data, len, lim, 0)) == HTTP_PARSE_ERROR)
+		msg->error_status = 502;
+	if (r != HTTP_PARSE_DONE)
+		return r;
+	if ((line = http_split(msg, data, 0)) == NULL)
+		return HTTP_PARSE_ERROR;
+	if (http_status_line(msg, line) == HTTP_PARSE_ERROR)
+		return HTTP_PARSE_ERROR;
+	return http_response_fields(msg, method);
+}
+
+/* Whether a field is left out of a re-serialised head. */
+static int
+http_dropped(const struct http_msg *msg, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < EG_NELEM(http_restated); i++) {
+		if (strcasecmp(name, http_restated[i]) == 0)
+			return 1;
+	}
+	for (i = 0; i < msg->nheaders; i++) {
+		if (strcasecmp(msg->headers[i].name, "Connection") == 0 &&
+		    http_list_has(msg->headers[i].value, name))
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * The end-to-end fields in their order, then Via with this hop appended
+ * (one line: the earlier values joined), then Upgrade when asked for.
+ */
+static void
+http_add_fields(const struct http_msg *msg, int upgrade, struct buf *out)
+{
+	const struct http_header *h;
+	size_t i;
+
+	for (i = 0; i < msg->nheaders; i++) {
+		h = &msg->headers[i];
+		if (http_dropped(msg, h->name))
+			continue;
+		/* RFC 9110 §10.1.1: an HTTP/1.0 expectation is ignored. */
+		if (msg->version == 10 && strcasecmp(h->name, "Expect") == 0)
+			continue;
+		buf_printf(out, "%s: %s\r\n", h->name, h->value);
+	}
+	buf_adds(out, "Via: ");
+	for (i = 0; i < msg->nheaders; i++) {
+		h = &msg->headers[i];
+		if (strcasecmp(h->name, "Via") == 0 && *h->value != '\0')
+			buf_printf(out, "%s, ", h->value);
+	}
+	buf_printf(out, "%s egressd\r\n", msg->version == 10 ? "1.0" : "1.1");
+	if (!upgrade)
+		return;
+	for (i = 0; i < msg->nheaders; i++) {
+		h = &msg->headers[i];
+		if (strcasecmp(h->name, "Upgrade") == 0)
+			buf_printf(out, "Upgrade: %s\r\n", h->value);
+	}
+	buf_adds(out, "Connection: upgrade\r\n");
+}
+
+/*
+ * Append the head to send upstream for a parsed request: target (NULL:
+ * the request's path and query, or its target if it has no path) and host
+ * (NULL: the target's authority, else the client's Host) are the caller's.
+ * Always HTTP/1.1; Connection: close unless HTTP_SER_KEEP_ALIVE; framing
+ * re-stated from msg->body. Returns -1, appending nothing, if there is no
+ * host or target or either has a byte that does not belong in a head.
+ */
+int
+http_request_serialize(const struct http_msg *msg, const char *target, const char *host, int flags,
+                       struct buf *out)
+{
+	int upgrade = (flags & HTTP_SER_UPGRADE) && (msg->flags & HTTP_F_UPGRADE);
+
+	if (target == NULL)
+		target = msg->uri.path != NULL ? msg->uri.path : msg->target;
+	if (host == NULL)
+		host =
+		    msg->uri.authority != NULL ? msg->uri.authority : http_msg_header(msg, "Host");
+	if (msg->method == NULL || target == NULL || host == NULL || !http_visible(target) ||
+	    !http_visible(host))
+		return -1;
+	buf_printf(out, "%s %s HTTP/1.1\r\nHost: %s\r\n", msg->method, target, host);
+	http_add_fields(msg, upgrade, out);
+	if (!upgrade && !(flags & HTTP_SER_KEEP_ALIVE))
+		buf_adds(out, "Connection: close\r\n");
+	if (msg->body == HTTP_BODY_LENGTH)
+		buf_printf(out, "Content-Length: %llu\r\n", (unsigned long long)msg->length);
+	else if (msg->body == HTTP_BODY_CHUNKED)
+		buf_adds(out, "Transfer-Encoding: chunked\r\n");
+	buf_adds(out, "\r\n");
+	return 0;
+}
+
+/*
+ * Append the head to send a client of HTTP version client_version (10 or
+ * 11) for a parsed response, and set *body to how the proxy must frame the
+ * body it forwards. A chunked or close-delimited body goes to an HTTP/1.1
+ * client chunked (so its connection can stay open) and to an HTTP/1.0
+ * client close-delimited; a close-delimited body forces Connection: close.
+ * Returns -1, appending nothing, for what an HTTP/1.0 client cannot be
+ * sent: an interim (1xx) response, or a body with transfer codings.
+ */
+int
+http_response_serialize(const struct http_msg *msg, int client_version, int flags, struct buf *out,
+                        enum http_body *bodyp)
+{
+	enum http_body body = msg->body;
+	int upgrade, close = !(flags & HTTP_SER_KEEP_ALIVE);
+
+	upgrade = (flags & HTTP_SER_UPGRADE) && (msg->flags & HTTP_F_UPGRADE);
+	if (body == HTTP_BODY_CHUNKED || body == HTTP_BODY_CLOSE)
+		body = client_version == 11 ? HTTP_BODY_CHUNKED : HTTP_BODY_CLOSE;
+	if (client_version != 11 && (msg->status < 200 || msg->codings != NULL))
+		return -1;
+	if (body == HTTP_BODY_CLOSE)
+		close = 1;
+	buf_printf(out, "HTTP/1.1 %03d %s\r\n", msg->status, msg->reason);
+	http_add_fields(msg, upgrade, out);
+	if (!upgrade && msg->status >= 200) {
+		if (close)
+			buf_adds(out, "Connection: close\r\n");
+		else if (client_version != 11)
+			buf_adds(out, "Connection: keep-alive\r\n");
+	}
+	if (body == HTTP_BODY_LENGTH || (msg->flags & HTTP_F_HAS_LENGTH))
+		buf_printf(out, "Content-Length: %llu\r\n", (unsigned long long)msg->length);
+	else if (body == HTTP_BODY_CHUNKED)
+		buf_printf(out, "Transfer-Encoding: %s%schunked\r\n",
+		           msg->codings != NULL ? msg->codings : "",
+		           msg->codings != NULL ? ", " : "");
+	buf_adds(out, "\r\n");
+	*bodyp = body;
+	return 0;
+}

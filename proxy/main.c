@@ -1,0 +1,464 @@
+/*
+ * egressd: the egress proxy. Loads the policy, binds (or inherits) its
+ * listener, and runs one libevent loop in which every client connection is
+ * decided by the policy module and recorded in the audit log. SIGHUP
+ * reloads the policy atomically; SIGTERM and SIGINT stop accepting, give
+ * open exchanges a grace period, flush the audit log and exit 0.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/dns.h>
+#include <event2/event.h>
+
+#include "egressd.h"
+
+#define EGRESSD_DEFAULT_PROXY	"127.0.0.1:18080"
+#define EXIT_CONFIG		2
+
+struct egressd_opts {
+	const char	*proxy;
+	const char	*audit;
+	char		**upstream_dns;
+	size_t		 nupstream_dns;
+	int		 ready_fd;
+	int		 check;
+	int		 allow_non_loopback;
+};
+
+static void
+usage(FILE *f)
+{
+	fprintf(f,
+	    "usage: egressd [--config FILE]... [--proxy ADDR:PORT] [--audit FILE|-]\n"
+	    "               [--upstream-dns ADDR[:PORT]]... [--ready-fd N] [--check]\n"
+	    "               [--allow-non-loopback] [--max-conns N] [--header-timeout S]\n"
+	    "               [--idle-timeout S] [--connect-timeout S] [--response-timeout S]\n"
+	    "               [--grace S] [-v]\n");
+}
+
+static int
+parse_uint(const char *s, unsigned min, unsigned max, unsigned *out)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno != 0 || end == s || *end != '\0' || *s == '-' || v < min || v > max)
+		return -1;
+	*out = (unsigned)v;
+	return 0;
+}
+
+/* Load and compile the configuration; NULL after printing every error. */
+static struct policy *
+egressd_load_policy(struct egressd *e)
+{
+	struct config *cfg;
+	struct policy *p;
+	struct buf errs;
+
+	buf_init(&errs);
+	if ((cfg = config_load(e->files, e->nfiles, &errs)) == NULL ||
+	    (p = policy_new(cfg, &errs)) == NULL) {
+		fputs(buf_cstr(&errs), stderr);
+		buf_free(&errs);
+		return NULL;
+	}
+	buf_free(&errs);
+	if (*policy_warnings(p) != '\0')
+		fprintf(stderr, "egressd: warning: %s", policy_warnings(p));
+	return p;
+}
+
+static void
+egressd_audit_daemon(struct egressd *e, const char *reason, const char *error)
+{
+	struct audit_event ev;
+
+	audit_event_init(&ev);
+	ev.event = "daemon";
+	ev.reason = reason;
+	ev.mode = config_mode_name(policy_mode(e->policy));
+	ev.error = error;
+	audit_write(e->audit, &ev);
+}
+
+/* SIGHUP: swap in a new policy, or keep the old one and say why. */
+static void
+egressd_reload_cb(evutil_socket_t sig, short what, void *arg)
+{
+	struct egressd *e = arg;
+	struct audit_event ev;
+	struct config *cfg;
+	struct policy *p = NULL;
+	struct buf errs;
+
+	buf_init(&errs);
+	if ((cfg = config_load(e->files, e->nfiles, &errs)) != NULL)
+		p = policy_new(cfg, &errs);
+	audit_event_init(&ev);
+	ev.event = "policy";
+	ev.rule = "policy.reload";
+	if (p == NULL) {
+		log_warnx("reload failed, keeping the current policy:\n%s", buf_cstr(&errs));
+		ev.action = "block";
+		ev.reason = "reload failed; the previous policy stays in force";
+		ev.error = buf_cstr(&errs);
+		ev.mode = config_mode_name(policy_mode(e->policy));
+	} else {
+		/* Connections keep the snapshot they started with. */
+		policy_unref(e->policy);
+		e->policy = p;
+		log_info("policy reloaded (mode %s)", config_mode_name(policy_mode(p)));
+		ev.action = "allow";
+		ev.reason = "policy reloaded";
+		ev.mode = config_mode_name(policy_mode(p));
+	}
+	audit_write(e->audit, &ev);
+	buf_free(&errs);
+}
+
+static void
+egressd_stop(struct egressd *e)
+{
+	event_base_loopexit(e->base, NULL);
+}
+
+/* Called whenever a connection has gone: finishes a drain when none are left. */
+void
+egressd_conn_gone(struct egressd *e)
+{
+	if (e->draining && e->nconns == 0)
+		egressd_stop(e);
+	else if (!e->draining && e->proxy_lst != NULL && e->nconns < e->lim.max_conns)
+		listener_resume(e->proxy_lst);
+}
+
+static void
+egressd_grace_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct egressd *e = arg;
+
+	log_info("grace period over: cutting %u open connection%s", e->nconns,
+	    e->nconns == 1 ? "" : "s");
+	conn_close_all(e, "cut at shutdown");
+	egressd_stop(e);
+}
+
+/* SIGTERM/SIGINT: stop accepting, let open exchanges finish, then exit. */
+static void
+egressd_term_cb(evutil_socket_t sig, short what, void *arg)
+{
+	struct egressd *e = arg;
+	struct timeval tv = {e->lim.grace, 0};
+
+	if (e->draining) {
+		/* A second signal: stop now. */
+		conn_close_all(e, "cut at shutdown");
+		egressd_stop(e);
+		return;
+	}
+	e->draining = 1;
+	log_info("signal %d: draining %u connection%s (grace %us)", (int)sig, e->nconns,
+	    e->nconns == 1 ? "" : "s", e->lim.grace);
+	if (e->proxy_lst != NULL)
+		listener_pause(e->proxy_lst);
+	conn_drain_idle(e);
+	if (e->nconns == 0) {
+		egressd_stop(e);
+		return;
+	}
+	e->ev_grace = evtimer_new(e->base, egressd_grace_cb, e);
+	evtimer_add(e->ev_grace, &tv);
+}
+
+static int
+egressd_dns_init(struct egressd *e, struct egressd_opts *o)
+{
+	size_t i;
+	int rc;
+
+	if (o->nupstream_dns == 0) {
+		e->dns = evdns_base_new(e->base, EVDNS_BASE_INITIALIZE_NAMESERVERS);
+		if (e->dns == NULL) {
+			log_warnx("cannot read the resolvers of /etc/resolv.conf; use --upstream-dns");
+			return -1;
+		}
+		return 0;
+	}
+	if ((e->dns = evdns_base_new(e->base, 0)) == NULL)
+		return -1;
+	for (i = 0; i < o->nupstream_dns; i++) {
+		if ((rc = evdns_base_nameserver_ip_add(e->dns, o->upstream_dns[i])) != 0) {
+			log_warnx("--upstream-dns %s: not an address[:port]", o->upstream_dns[i]);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static void
+egressd_print_usage_lines(const char *addr)
+{
+	fprintf(stderr,
+	    "egressd: proxy listening on %s\n"
+	    "egressd: to send a shell's traffic through it, paste:\n"
+	    "  export HTTP_PROXY=http://%s HTTPS_PROXY=http://%s\n"
+	    "  export http_proxy=http://%s https_proxy=http://%s\n"
+	    "  export NO_PROXY=localhost,127.0.0.1,::1 no_proxy=localhost,127.0.0.1,::1\n",
+	    addr, addr, addr, addr, addr);
+}
+
+static int
+egressd_signal(struct egressd *e, struct event **ev, int sig, event_callback_fn cb)
+{
+	*ev = evsignal_new(e->base, sig, cb, e);
+	return *ev == NULL || event_add(*ev, NULL) == -1 ? -1 : 0;
+}
+
+static int
+egressd_parse(int argc, char **argv, struct egressd *e, struct egressd_opts *o)
+{
+	static const struct option opts[] = {
+		{"config", required_argument, NULL, 'c'},
+		{"proxy", required_argument, NULL, 'p'},
+		{"audit", required_argument, NULL, 'a'},
+		{"upstream-dns", required_argument, NULL, 'u'},
+		{"ready-fd", required_argument, NULL, 'r'},
+		{"check", no_argument, NULL, 'C'},
+		{"allow-non-loopback", no_argument, NULL, 'L'},
+		{"max-conns", required_argument, NULL, 1},
+		{"header-timeout", required_argument, NULL, 2},
+		{"idle-timeout", required_argument, NULL, 3},
+		{"connect-timeout", required_argument, NULL, 4},
+		{"response-timeout", required_argument, NULL, 5},
+		{"grace", required_argument, NULL, 6},
+		{"verbose", no_argument, NULL, 'v'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	unsigned v, *dst;
+	int ch;
+
+	while ((ch = getopt_long(argc, argv, "c:p:a:u:r:vh", opts, NULL)) != -1) {
+		dst = NULL;
+		switch (ch) {
+		case 'c':
+			e->files = xreallocarray(e->files, e->nfiles + 1, sizeof *e->files);
+			e->files[e->nfiles++] = optarg;
+			break;
+		case 'p':
+			o->proxy = optarg;
+			break;
+		case 'a':
+			o->audit = optarg;
+			break;
+		case 'u':
+			o->upstream_dns = xreallocarray(o->upstream_dns, o->nupstream_dns + 1,
+			    sizeof *o->upstream_dns);
+			o->upstream_dns[o->nupstream_dns++] = optarg;
+			break;
+		case 'r':
+			if (parse_uint(optarg, 0, 65535, &v) == -1 || fcntl((int)v, F_GETFD) == -1) {
+				fprintf(stderr, "egressd: --ready-fd %s: not an open descriptor\n",
+				    optarg);
+				return -1;
+			}
+			o->ready_fd = (int)v;
+			break;
+		case 'C':
+			o->check = 1;
+			break;
+		case 'L':
+			o->allow_non_loopback = 1;
+			break;
+		case 'v':
+			log_verbosity = LOG_LVL_DEBUG;
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		case 1:
+			dst = &e->lim.max_conns;
+			break;
+		case 2:
+			dst = &e->lim.header_timeout;
+			break;
+		case 3:
+			dst = &e->lim.idle_timeout;
+			break;
+		case 4:
+			dst = &e->lim.connect_timeout;
+			break;
+		case 5:
+			dst = &e->lim.response_timeout;
+			break;
+		case 6:
+			dst = &e->lim.grace;
+			break;
+		default:
+			usage(stderr);
+			return -1;
+		}
+		if (dst != NULL && parse_uint(optarg, 1, 1000000, dst) == -1) {
+			fprintf(stderr, "egressd: %s: expected a number from 1 to 1000000\n",
+			    argv[optind - 1]);
+			return -1;
+		}
+	}
+	if (optind != argc) {
+		fprintf(stderr, "egressd: unexpected argument \"%s\"\n", argv[optind]);
+		usage(stderr);
+		return -1;
+	}
+	return 0;
+}
+
+static void
+egressd_defaults(struct egressd *e, struct egressd_opts *o)
+{
+	memset(e, 0, sizeof *e);
+	memset(o, 0, sizeof *o);
+	o->ready_fd = -1;
+	TAILQ_INIT(&e->conns);
+	e->lim.max_conns = 4096;
+	e->lim.header_timeout = 15;
+	e->lim.idle_timeout = 60;
+	e->lim.connect_timeout = 10;
+	e->lim.response_timeout = 120;
+	e->lim.tunnel_idle_timeout = 600;
+	e->lim.grace = 10;
+	e->lim.pool_idle_timeout = 30;
+	e->lim.pool_max_idle = 8;
+	e->http = http_limits_default;
+}
+
+/* Bind the proxy listener, or take the one the launcher passed down. */
+static int
+egressd_listen(struct egressd *e, struct egressd_opts *o, char *shown, size_t len)
+{
+	char addr[64], err[256];
+	int fd;
+
+	if ((fd = listener_inherited("proxy")) >= 0) {
+		snprintf(shown, len, "inherited fd %d", fd);
+	} else {
+		if (o->proxy != NULL)
+			snprintf(addr, sizeof addr, "%s", o->proxy);
+		else
+			snprintf(addr, sizeof addr, "127.0.0.1:%d",
+			    policy_config(e->policy)->proxy_port);
+		if ((fd = listener_bind(addr, o->allow_non_loopback, err, sizeof err)) == -1) {
+			fprintf(stderr, "egressd: --proxy %s: %s\n", addr, err);
+			return -1;
+		}
+		snprintf(shown, len, "%s", addr);
+	}
+	if (!o->allow_non_loopback && !listener_is_loopback(fd)) {
+		fprintf(stderr, "egressd: the proxy listener is not on a loopback address; "
+				"an egress proxy reachable from other hosts is an open proxy. "
+				"Pass --allow-non-loopback if that is really meant.\n");
+		close(fd);
+		return -1;
+	}
+	if ((e->proxy_lst = listener_new(e, fd)) == NULL)
+		return -1;
+	return 0;
+}
+
+static void
+egressd_ready(struct egressd_opts *o)
+{
+	if (o->ready_fd < 0)
+		return;
+	if (write(o->ready_fd, "READY\n", 6) != 6)
+		log_warn("--ready-fd %d", o->ready_fd);
+	close(o->ready_fd);
+}
+
+static int
+egressd_open_audit(struct egressd *e, struct egressd_opts *o)
+{
+	const char *path = o->audit;
+	char err[512];
+
+	if (path == NULL)
+		path = policy_config(e->policy)->audit_path;
+	if (path == NULL)
+		path = "-";
+	if ((e->audit = audit_open(path, err, sizeof err)) == NULL) {
+		fprintf(stderr, "egressd: audit: %s\n", err);
+		return -1;
+	}
+	return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	struct egressd e;
+	struct egressd_opts o;
+	char shown[96];
+	int rc = 1;
+
+	log_init("egressd", LOG_LVL_INFO);
+	egressd_defaults(&e, &o);
+	if (egressd_parse(argc, argv, &e, &o) == -1)
+		return EXIT_CONFIG;
+	if ((e.policy = egressd_load_policy(&e)) == NULL)
+		return EXIT_CONFIG;
+	if (o.check) {
+		printf("configuration OK\n");
+		policy_unref(e.policy);
+		free(e.files);
+		return 0;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	if ((e.base = event_base_new()) == NULL)
+		fatalx("event_base_new failed");
+	if (egressd_open_audit(&e, &o) == -1 || egressd_dns_init(&e, &o) == -1 ||
+	    egressd_listen(&e, &o, shown, sizeof shown) == -1)
+		goto out;
+	e.pool = upstream_pool_new(&e);
+	if (egressd_signal(&e, &e.ev_hup, SIGHUP, egressd_reload_cb) == -1 ||
+	    egressd_signal(&e, &e.ev_term, SIGTERM, egressd_term_cb) == -1 ||
+	    egressd_signal(&e, &e.ev_int, SIGINT, egressd_term_cb) == -1)
+		fatalx("cannot install signal handlers");
+
+	egressd_print_usage_lines(shown);
+	egressd_audit_daemon(&e, "started", NULL);
+	egressd_ready(&o);
+	event_base_dispatch(e.base);
+	egressd_audit_daemon(&e, "stopped", NULL);
+	log_info("stopped");
+	rc = 0;
+out:
+	conn_close_all(&e, "shutdown");
+	listener_free(e.proxy_lst);
+	upstream_pool_free(e.pool);
+	if (e.ev_hup)
+		event_free(e.ev_hup);
+	if (e.ev_term)
+		event_free(e.ev_term);
+	if (e.ev_int)
+		event_free(e.ev_int);
+	if (e.ev_grace)
+		event_free(e.ev_grace);
+	if (e.dns)
+		evdns_base_free(e.dns, 0);
+	audit_close(e.audit);
+	policy_unref(e.policy);
+	if (e.base)
+		event_base_free(e.base);
+	free(e.files);
+	free(o.upstream_dns);
+	return rc;
+}

@@ -1,0 +1,467 @@
+/*
+ * Upstream connections: asynchronous resolution, the private-address guard
+ * applied to every address before connecting to it (so a name that
+ * resolves into private space cannot be reached, whatever DNS says), one
+ * connect attempt per allowed address in order, and a pool of idle
+ * keep-alive connections per host:port.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/dns.h>
+#include <event2/util.h>
+
+#include "egressd.h"
+
+#define UPSTREAM_MAX_ADDRS	16
+
+struct upstream_pool {
+	struct egressd		*e;
+	TAILQ_HEAD(, upstream)	 idle;
+	unsigned		 nidle;
+};
+
+struct upstream_job {
+	struct egressd		*e;
+	struct policy		*policy;
+	struct host		 host;
+	uint16_t		 port;
+	struct decision		 decision;	/* the name's decision; the guard is applied per address */
+	upstream_cb		 cb;
+	void			*arg;
+	struct evdns_getaddrinfo_request *dns_req;
+	struct evutil_addrinfo	*ai_sync;
+	int			 dns_err_sync;
+	int			 in_call;
+	int			 sync_done;
+	struct addr		 addrs[UPSTREAM_MAX_ADDRS];
+	size_t			 naddrs;
+	size_t			 next;
+	struct bufferevent	*bev;		/* the attempt in progress */
+	struct event		*timer;		/* the whole resolve + connect phase */
+	int			 last_errno;
+	int			 any_allowed;
+	struct decision		 blocked;	/* the guard's answer for a refused address */
+};
+
+static int upstream_try_next(struct upstream_job *);
+
+static void
+upstream_addr_to_sockaddr(const struct addr *a, uint16_t port, struct sockaddr_storage *ss,
+    socklen_t *len)
+{
+	struct sockaddr_in *sin = (struct sockaddr_in *)ss;
+	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
+
+	memset(ss, 0, sizeof *ss);
+	if (a->af == AF_INET) {
+		sin->sin_family = AF_INET;
+		sin->sin_port = htons(port);
+		memcpy(&sin->sin_addr, a->a, 4);
+		*len = sizeof *sin;
+	} else {
+		sin6->sin6_family = AF_INET6;
+		sin6->sin6_port = htons(port);
+		memcpy(&sin6->sin6_addr, a->a, 16);
+		*len = sizeof *sin6;
+	}
+}
+
+static void
+upstream_job_free(struct upstream_job *j)
+{
+	if (j->bev != NULL)
+		bufferevent_free(j->bev);
+	if (j->timer != NULL)
+		event_free(j->timer);
+	policy_unref(j->policy);
+	free(j);
+}
+
+/* Hand the outcome to the connection and forget the job. */
+static void
+upstream_finish(struct upstream_job *j, struct upstream *u, int err)
+{
+	upstream_cb cb = j->cb;
+	void *arg = j->arg;
+	struct upstream_result r;
+
+	memset(&r, 0, sizeof r);
+	r.u = u;
+	r.err = err;
+	r.sys_errno = j->last_errno;
+	r.decision = err == UPSTREAM_E_BLOCKED ? j->blocked : j->decision;
+	upstream_job_free(j);
+	cb(arg, &r);
+}
+
+static struct upstream *
+upstream_new(struct upstream_job *j, struct bufferevent *bev, const struct addr *a)
+{
+	struct upstream *u;
+
+	u = xcalloc(1, sizeof *u);
+	u->bev = bev;
+	u->addr = *a;
+	u->port = j->port;
+	snprintf(u->key, sizeof u->key, "%s:%u", j->host.name, j->port);
+	return u;
+}
+
+static void
+upstream_connect_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	struct upstream_job *j = arg;
+	struct upstream *u;
+	int one = 1;
+
+	if (what & BEV_EVENT_CONNECTED) {
+		setsockopt(bufferevent_getfd(bev), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+		bufferevent_setcb(bev, NULL, NULL, NULL, NULL);
+		u = upstream_new(j, bev, &j->addrs[j->next - 1]);
+		j->bev = NULL;
+		upstream_finish(j, u, 0);
+		return;
+	}
+	j->last_errno = EVUTIL_SOCKET_ERROR();
+	bufferevent_free(j->bev);
+	j->bev = NULL;
+	(void)upstream_try_next(j);
+}
+
+/*
+ * Connect to the next address the guard allows. Returns 0 while an attempt
+ * is in progress; -1 once none is left, after finishing (and freeing) j.
+ */
+static int
+upstream_try_next(struct upstream_job *j)
+{
+	struct sockaddr_storage ss;
+	struct decision d;
+	socklen_t len;
+	const struct addr *a;
+
+	while (j->next < j->naddrs) {
+		a = &j->addrs[j->next++];
+		d = j->decision;
+		policy_check_addr(j->policy, a, &d);
+		if (d.action == ACTION_BLOCK) {
+			j->blocked = d;
+			continue;
+		}
+		j->any_allowed = 1;
+		j->decision = d;
+		upstream_addr_to_sockaddr(a, j->port, &ss, &len);
+		j->bev = bufferevent_socket_new(j->e->base, -1, BEV_OPT_CLOSE_ON_FREE);
+		if (j->bev == NULL) {
+			j->last_errno = ENOMEM;
+			continue;
+		}
+		bufferevent_setcb(j->bev, NULL, NULL, upstream_connect_event_cb, j);
+		if (bufferevent_socket_connect(j->bev, (struct sockaddr *)&ss, (int)len) == 0)
+			return 0;
+		j->last_errno = EVUTIL_SOCKET_ERROR();
+		bufferevent_free(j->bev);
+		j->bev = NULL;
+	}
+	upstream_finish(j, NULL, j->any_allowed ? UPSTREAM_E_CONNECT : UPSTREAM_E_BLOCKED);
+	return -1;
+}
+
+static void
+upstream_take_addrs(struct upstream_job *j, struct evutil_addrinfo *ai)
+{
+	struct evutil_addrinfo *p;
+
+	for (p = ai; p != NULL && j->naddrs < UPSTREAM_MAX_ADDRS; p = p->ai_next) {
+		struct addr *a = &j->addrs[j->naddrs];
+
+		memset(a, 0, sizeof *a);
+		if (p->ai_family == AF_INET) {
+			a->af = AF_INET;
+			memcpy(a->a, &((struct sockaddr_in *)p->ai_addr)->sin_addr, 4);
+		} else if (p->ai_family == AF_INET6) {
+			a->af = AF_INET6;
+			memcpy(a->a, &((struct sockaddr_in6 *)p->ai_addr)->sin6_addr, 16);
+		} else
+			continue;
+		j->naddrs++;
+	}
+}
+
+static void
+upstream_resolved(struct upstream_job *j, int err, struct evutil_addrinfo *ai)
+{
+	if (err != 0 || ai == NULL) {
+		if (ai != NULL)
+			evutil_freeaddrinfo(ai);
+		upstream_finish(j, NULL, UPSTREAM_E_RESOLVE);
+		return;
+	}
+	upstream_take_addrs(j, ai);
+	evutil_freeaddrinfo(ai);
+	(void)upstream_try_next(j);
+}
+
+static void
+upstream_dns_cb(int err, struct evutil_addrinfo *ai, void *arg)
+{
+	struct upstream_job *j = arg;
+
+	if (err == EVUTIL_EAI_CANCEL) {
+		/* The job is gone already (cancel or timeout): touch nothing. */
+		if (ai != NULL)
+			evutil_freeaddrinfo(ai);
+		return;
+	}
+	j->dns_req = NULL;
+	if (j->in_call) {
+		/* Answered from inside evdns_getaddrinfo: finish after it returns. */
+		j->sync_done = 1;
+		j->dns_err_sync = err;
+		j->ai_sync = ai;
+		return;
+	}
+	upstream_resolved(j, err, ai);
+}
+
+static void
+upstream_timeout_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct upstream_job *j = arg;
+
+	if (j->dns_req != NULL) {
+		evdns_getaddrinfo_cancel(j->dns_req);
+		j->dns_req = NULL;
+	}
+	j->last_errno = ETIMEDOUT;
+	upstream_finish(j, NULL, UPSTREAM_E_TIMEOUT);
+}
+
+/* Take an idle pooled connection whose address the policy still allows. */
+static struct upstream *
+upstream_pool_take(struct upstream_pool *pool, const struct policy *p, const char *key,
+    struct decision *d)
+{
+	struct upstream *u;
+	struct decision t;
+
+	TAILQ_FOREACH(u, &pool->idle, entry) {
+		if (strcmp(u->key, key) != 0)
+			continue;
+		t = *d;
+		policy_check_addr(p, &u->addr, &t);
+		if (t.action == ACTION_BLOCK)
+			continue;
+		TAILQ_REMOVE(&pool->idle, u, entry);
+		pool->nidle--;
+		event_del(u->idle_timer);
+		bufferevent_setcb(u->bev, NULL, NULL, NULL, NULL);
+		*d = t;
+		u->reused = 1;
+		return u;
+	}
+	return NULL;
+}
+
+/*
+ * Get a connection to host:port for a request the policy allowed (d).
+ * cb runs once, later or before this returns, unless the job is cancelled;
+ * returns the job to cancel, or NULL when cb already ran.
+ */
+struct upstream_job *
+upstream_get(struct egressd *e, struct policy *p, const struct host *h, uint16_t port,
+    const struct decision *d, int flags, upstream_cb cb, void *arg)
+{
+	struct evutil_addrinfo hints;
+	struct upstream_job *j;
+	struct upstream_result r;
+	struct upstream *u;
+	struct timeval tv = {e->lim.connect_timeout, 0};
+	char key[HOST_NAME_MAXLEN + 8], portstr[8];
+
+	snprintf(key, sizeof key, "%s:%u", h->name, port);
+	memset(&r, 0, sizeof r);
+	r.decision = *d;
+	if (!(flags & UPSTREAM_F_FRESH) &&
+	    (u = upstream_pool_take(e->pool, p, key, &r.decision)) != NULL) {
+		r.u = u;
+		cb(arg, &r);
+		return NULL;
+	}
+	j = xcalloc(1, sizeof *j);
+	j->e = e;
+	j->policy = policy_ref(p);
+	j->host = *h;
+	j->port = port;
+	j->decision = *d;
+	j->cb = cb;
+	j->arg = arg;
+	j->timer = evtimer_new(e->base, upstream_timeout_cb, j);
+	evtimer_add(j->timer, &tv);
+	if (h->kind == HOST_ADDR) {
+		j->addrs[0] = h->addr;
+		j->naddrs = 1;
+		return upstream_try_next(j) == 0 ? j : NULL;
+	}
+	memset(&hints, 0, sizeof hints);
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_protocol = IPPROTO_TCP;
+	hints.ai_flags = EVUTIL_AI_ADDRCONFIG;
+	snprintf(portstr, sizeof portstr, "%u", port);
+	j->in_call = 1;
+	j->dns_req = evdns_getaddrinfo(e->dns, h->name, portstr, &hints, upstream_dns_cb, j);
+	j->in_call = 0;
+	if (j->sync_done) {
+		upstream_resolved(j, j->dns_err_sync, j->ai_sync);
+		return NULL;
+	}
+	return j;
+}
+
+/* The connection went away while waiting: drop the job without a callback. */
+void
+upstream_cancel(struct upstream_job *j)
+{
+	if (j == NULL)
+		return;
+	if (j->dns_req != NULL) {
+		evdns_getaddrinfo_cancel(j->dns_req);
+		j->dns_req = NULL;
+	}
+	upstream_job_free(j);
+}
+
+static void
+upstream_pool_drop(struct upstream_pool *pool, struct upstream *u)
+{
+	TAILQ_REMOVE(&pool->idle, u, entry);
+	pool->nidle--;
+	upstream_free(u);
+}
+
+/* An idle upstream that speaks or closes is of no further use. */
+static void
+upstream_idle_read_cb(struct bufferevent *bev, void *arg)
+{
+	struct upstream *u = arg;
+
+	upstream_pool_drop(u->pool, u);
+}
+
+static void
+upstream_idle_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	struct upstream *u = arg;
+
+	upstream_pool_drop(u->pool, u);
+}
+
+static void
+upstream_idle_timeout_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct upstream *u = arg;
+
+	upstream_pool_drop(u->pool, u);
+}
+
+/* Keep a finished keep-alive upstream for the next request to its host:port. */
+void
+upstream_release(struct egressd *e, struct upstream *u, int reusable)
+{
+	struct upstream_pool *pool = e->pool;
+	struct timeval tv = {e->lim.pool_idle_timeout, 0};
+	struct upstream *v;
+	unsigned same = 0;
+
+	if (u == NULL)
+		return;
+	if (!reusable || e->draining || evbuffer_get_length(bufferevent_get_input(u->bev)) > 0) {
+		upstream_free(u);
+		return;
+	}
+	TAILQ_FOREACH(v, &pool->idle, entry)
+		if (strcmp(v->key, u->key) == 0)
+			same++;
+	if (same >= e->lim.pool_max_idle) {
+		upstream_free(u);
+		return;
+	}
+	u->pool = pool;
+	if (u->idle_timer == NULL)
+		u->idle_timer = evtimer_new(e->base, upstream_idle_timeout_cb, u);
+	evtimer_add(u->idle_timer, &tv);
+	bufferevent_set_timeouts(u->bev, NULL, NULL);
+	bufferevent_setcb(u->bev, upstream_idle_read_cb, NULL, upstream_idle_event_cb, u);
+	bufferevent_enable(u->bev, EV_READ);
+	TAILQ_INSERT_HEAD(&pool->idle, u, entry);
+	pool->nidle++;
+}
+
+void
+upstream_free(struct upstream *u)
+{
+	if (u == NULL)
+		return;
+	if (u->idle_timer != NULL)
+		event_free(u->idle_timer);
+	bufferevent_free(u->bev);
+	free(u);
+}
+
+struct upstream_pool *
+upstream_pool_new(struct egressd *e)
+{
+	struct upstream_pool *pool;
+
+	pool = xcalloc(1, sizeof *pool);
+	pool->e = e;
+	TAILQ_INIT(&pool->idle);
+	return pool;
+}
+
+void
+upstream_pool_free(struct upstream_pool *pool)
+{
+	struct upstream *u;
+
+	if (pool == NULL)
+		return;
+	while ((u = TAILQ_FIRST(&pool->idle)) != NULL)
+		upstream_pool_drop(pool, u);
+	free(pool);
+}
+
+/* Close every idle upstream (SIGTERM). */
+void
+upstream_pool_flush(struct upstream_pool *pool)
+{
+	struct upstream *u;
+
+	while ((u = TAILQ_FIRST(&pool->idle)) != NULL)
+		upstream_pool_drop(pool, u);
+}
+
+const char *
+upstream_strerror(int err)
+{
+	switch (err) {
+	case UPSTREAM_E_RESOLVE:
+		return "cannot resolve upstream host";
+	case UPSTREAM_E_CONNECT:
+		return "upstream connection failed";
+	case UPSTREAM_E_TIMEOUT:
+		return "upstream connect timed out";
+	case UPSTREAM_E_BLOCKED:
+		return "every upstream address is blocked";
+	}
+	return "ok";
+}

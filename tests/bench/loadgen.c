@@ -1,0 +1,949 @@
+/*
+ * # build: gcc -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Wshadow -Wstrict-prototypes -Wformat=2 -Wno-unused-parameter tests/bench/loadgen.c -o loadgen $(pkg-config --cflags --libs libevent)
+ *
+ * loadgen: the HTTP/1.1 load generator of the benchmarks. One libevent loop
+ * drives N connections to an origin, directly or through an explicit proxy
+ * (absolute-form request line), parses every response's framing, records each
+ * request's latency in a log-linear histogram and prints one human line and
+ * one RESULT line. Targets must be loopback addresses: a load generator aimed
+ * at the wrong host is a flood, and the benchmarks only ever run locally.
+ * Standalone on purpose (libevent only), so it can be built and run against
+ * any proxy without the rest of the tree.
+ */
+#include <sys/types.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+
+#define LG_HEAD_MAX	(64 * 1024) /* a response head past this is a parse error */
+#define LG_CHUNK_LINE	1024	     /* longest chunk-size line accepted */
+#define LG_URL_MAX	2048
+#define LG_RETRY_MS	10 /* pause after a failed request so a dead target is not hammered */
+#define LG_SUB_BITS	6
+#define LG_SUB		(1 << LG_SUB_BITS)
+#define LG_MAG_MAX	40 /* 2^40 ns, about 18 minutes: longer latencies share the last bucket */
+#define LG_BUCKETS	(LG_SUB + (LG_MAG_MAX - LG_SUB_BITS + 1) * LG_SUB)
+
+enum lg_mode { LG_KEEPALIVE, LG_CLOSE, LG_IDLE };
+
+enum lg_state {
+	LG_HEAD,
+	LG_BODY,
+	LG_CHUNK_SIZE,
+	LG_CHUNK_DATA,
+	LG_CHUNK_CRLF,
+	LG_TRAILER,
+	LG_UNTIL_EOF,
+	LG_HOLD, /* idle mode: one response read, connection kept open and quiet */
+};
+
+enum lg_err { LG_E_CONNECT, LG_E_STATUS, LG_E_TIMEOUT, LG_E_PARSE, LG_E_CLOSED, LG_E_MAX };
+static const char *const lg_err_names[LG_E_MAX] = {
+	"connect", "status", "timeout", "parse", "closed"
+};
+
+/* Log-linear histogram: exact below 64 ns, then 64 sub-buckets per power of two (<1.6% error). */
+struct lg_hist {
+	uint64_t	 counts[LG_BUCKETS];
+	uint64_t	 total;
+	uint64_t	 max;
+};
+
+struct lg_conn {
+	struct loadgen		*lg;
+	struct bufferevent	*bev;
+	struct event		*retry;
+	enum lg_state		 state;
+	uint64_t		 start_ns;
+	uint64_t		 left;	     /* body or chunk bytes still to come */
+	size_t			 head_bytes; /* trailer bytes seen, bounded like a head */
+	int			 status;
+	int			 reusable;
+	int			 connected;
+	int			 in_flight;
+	int			 got_bytes; /* some of the current response has arrived */
+	int			 resent;    /* the current request was already resent once */
+	uint64_t		 served;    /* responses read on this TCP connection */
+};
+
+struct loadgen {
+	struct event_base	*base;
+	struct event		*stop_ev;
+	struct event		*sigint_ev;
+	struct event		*sigterm_ev;
+	struct sockaddr_in	 dst; /* where TCP goes: the proxy, or the origin */
+	char			*request;
+	size_t			 request_len;
+	const char		*name;
+	enum lg_mode		 mode;
+	int			 nconns;
+	double			 duration;
+	double			 timeout;
+	uint64_t		 max_requests; /* 0: no cap */
+	uint64_t		 issued;
+	uint64_t		 finished;
+	uint64_t		 completed;
+	uint64_t		 errors[LG_E_MAX];
+	uint64_t		 connects;
+	uint64_t		 resends;
+	int			 held;	      /* idle mode: connections parked after one request */
+	int			 not_kept;    /* idle mode: the peer would not keep the connection */
+	int			 held_closed; /* idle mode: parked connections the peer closed */
+	int			 ready; /* idle mode: READY line printed */
+	int			 stopping;
+	uint64_t		 t_start;
+	uint64_t		 t_end;
+	struct lg_hist		 hist;
+	struct lg_conn		*conns;
+};
+
+static void	lg_conn_start(struct lg_conn *);
+static int	lg_conn_open(struct lg_conn *);
+static void	lg_read_cb(struct bufferevent *, void *);
+static void	lg_event_cb(struct bufferevent *, short, void *);
+
+static void
+lg_die(const char *msg)
+{
+	fprintf(stderr, "loadgen: %s\n", msg);
+	exit(2);
+}
+
+static void *
+lg_calloc(size_t n, size_t size)
+{
+	void *p;
+
+	if ((p = calloc(n, size)) == NULL)
+		lg_die("out of memory");
+	return p;
+}
+
+static uint64_t
+lg_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static int
+lg_hist_index(uint64_t v)
+{
+	int mag;
+
+	if (v < LG_SUB)
+		return (int)v;
+	mag = 63 - __builtin_clzll(v);
+	if (mag > LG_MAG_MAX)
+		return LG_BUCKETS - 1;
+	return LG_SUB + (mag - LG_SUB_BITS) * LG_SUB +
+	    (int)((v >> (mag - LG_SUB_BITS)) - LG_SUB);
+}
+
+static void
+lg_hist_add(struct lg_hist *h, uint64_t v)
+{
+	h->counts[lg_hist_index(v)]++;
+	h->total++;
+	if (v > h->max)
+		h->max = v;
+}
+
+/* The value at percentile p: the middle of the bucket holding that rank, never past the max. */
+static uint64_t
+lg_hist_pct(const struct lg_hist *h, double p)
+{
+	uint64_t rank, seen = 0, lower, width;
+	int i, k;
+
+	if (h->total == 0)
+		return 0;
+	rank = (uint64_t)(p / 100.0 * (double)h->total + 0.999999);
+	if (rank < 1)
+		rank = 1;
+	for (i = 0; i < LG_BUCKETS; i++) {
+		seen += h->counts[i];
+		if (seen >= rank)
+			break;
+	}
+	if (i >= LG_BUCKETS)
+		return h->max;
+	if (i < LG_SUB)
+		return (uint64_t)i;
+	k = (i - LG_SUB) / LG_SUB;
+	lower = (uint64_t)(LG_SUB + (i - LG_SUB) % LG_SUB) << k;
+	width = (uint64_t)1 << k;
+	return lower + width / 2 < h->max ? lower + width / 2 : h->max;
+}
+
+static uint64_t
+lg_errors(const struct loadgen *lg)
+{
+	uint64_t n = 0;
+	int i;
+
+	for (i = 0; i < LG_E_MAX; i++)
+		n += lg->errors[i];
+	return n;
+}
+
+static void
+lg_stop(struct loadgen *lg)
+{
+	if (lg->stopping)
+		return;
+	lg->stopping = 1;
+	lg->t_end = lg_now_ns();
+	event_base_loopbreak(lg->base);
+}
+
+static void
+lg_stop_cb(evutil_socket_t fd, short what, void *arg)
+{
+	lg_stop(arg);
+}
+
+static void
+lg_conn_drop(struct lg_conn *c)
+{
+	if (c->bev != NULL) {
+		bufferevent_free(c->bev);
+		c->bev = NULL;
+	}
+	c->connected = 0;
+	c->served = 0;
+}
+
+/* Idle mode: once every connection is parked or has failed, tell the driver. */
+static void
+lg_idle_check(struct loadgen *lg)
+{
+	if (lg->ready || lg->held + lg->not_kept + (int)lg_errors(lg) < lg->nconns)
+		return;
+	lg->ready = 1;
+	printf("READY held=%d not_kept=%d errors=%" PRIu64 "\n", lg->held, lg->not_kept,
+	    lg_errors(lg));
+	fflush(stdout);
+}
+
+/* One request is over, well or badly: decide what the connection does next. */
+static void
+lg_conn_done(struct lg_conn *c, int err)
+{
+	struct loadgen *lg = c->lg;
+	struct timeval tv = { 0, LG_RETRY_MS * 1000 };
+	int keep;
+
+	c->in_flight = 0;
+	lg->finished++;
+	if (err >= 0) {
+		lg->errors[err]++;
+		lg_conn_drop(c);
+	} else {
+		lg_hist_add(&lg->hist, lg_now_ns() - c->start_ns);
+		c->served++;
+	}
+	if (lg->max_requests != 0 && lg->finished >= lg->max_requests) {
+		lg_stop(lg);
+		return;
+	}
+	if (lg->stopping)
+		return;
+	keep = c->bev != NULL && c->reusable && lg->mode != LG_CLOSE;
+	if (lg->mode == LG_IDLE) {
+		if (keep) {
+			c->state = LG_HOLD;
+			bufferevent_set_timeouts(c->bev, NULL, NULL);
+			lg->held++;
+		} else {
+			if (err < 0)
+				lg->not_kept++;
+			lg_conn_drop(c);
+		}
+		lg_idle_check(lg);
+		return;
+	}
+	if (!keep)
+		lg_conn_drop(c);
+	if (err >= 0)
+		evtimer_add(c->retry, &tv);
+	else
+		lg_conn_start(c);
+}
+
+static void
+lg_retry_cb(evutil_socket_t fd, short what, void *arg)
+{
+	lg_conn_start(arg);
+}
+
+static void
+lg_conn_response(struct lg_conn *c)
+{
+	struct loadgen *lg = c->lg;
+
+	if (c->status < 200 || c->status > 299) {
+		lg_conn_done(c, LG_E_STATUS);
+		return;
+	}
+	lg->completed++;
+	lg_conn_done(c, -1);
+}
+
+/* Whether the comma-separated list [v, end) has token tok (case-insensitive). */
+static int
+lg_list_has(const char *v, const char *end, const char *tok, int last_only)
+{
+	const char *t, *e;
+	size_t n = strlen(tok);
+	int found = 0;
+
+	while (v < end) {
+		for (t = v; t < end && (*t == ' ' || *t == '\t' || *t == ','); t++)
+			;
+		for (e = t; e < end && *e != ','; e++)
+			;
+		v = e;
+		while (e > t && (e[-1] == ' ' || e[-1] == '\t'))
+			e--;
+		if (e == t)
+			continue;
+		found = (size_t)(e - t) == n && strncasecmp(t, tok, n) == 0;
+		if (found && !last_only)
+			return 1;
+	}
+	return found;
+}
+
+/* Sets the framing flags from one header line (not NUL-terminated). -1 if malformed. */
+static int
+lg_parse_header(struct lg_conn *c, const char *line, size_t len, int *keep10, int *te,
+    int64_t *cl)
+{
+	const char *colon, *v, *end = line + len;
+	size_t nlen;
+	int64_t n;
+
+	if (len == 0 || line[0] == ' ' || line[0] == '\t')
+		return -1; /* obsolete line folding is refused */
+	if ((colon = memchr(line, ':', len)) == NULL || colon == line)
+		return -1;
+	nlen = (size_t)(colon - line);
+	for (v = colon + 1; v < end && (*v == ' ' || *v == '\t'); v++)
+		;
+	while (end > v && (end[-1] == ' ' || end[-1] == '\t'))
+		end--;
+	if (nlen == 14 && strncasecmp(line, "content-length", 14) == 0) {
+		if (v == end || end - v > 18)
+			return -1;
+		for (n = 0; v < end; v++) {
+			if (*v < '0' || *v > '9')
+				return -1;
+			n = n * 10 + (*v - '0');
+		}
+		if (*cl >= 0 && *cl != n)
+			return -1;
+		*cl = n;
+	} else if (nlen == 17 && strncasecmp(line, "transfer-encoding", 17) == 0) {
+		/* Chunked frames the body only as the last coding; otherwise read to EOF. */
+		*te = lg_list_has(v, end, "chunked", 1) ? 1 : 2;
+	} else if (nlen == 10 && strncasecmp(line, "connection", 10) == 0) {
+		if (lg_list_has(v, end, "close", 0))
+			c->reusable = 0;
+		if (lg_list_has(v, end, "keep-alive", 0))
+			*keep10 = 1;
+	}
+	return 0;
+}
+
+/*
+ * Parses one complete response head of hlen bytes (ending CRLF CRLF) and
+ * sets the body state. Returns 1 for an interim 1xx head, 0 or -1.
+ */
+static int
+lg_parse_head(struct lg_conn *c, const char *p, size_t hlen)
+{
+	const char *end = p + hlen - 2, *eol;
+	int http10, keep10 = 0, te = 0;
+	int64_t cl = -1;
+
+	if (hlen < 14 || strncmp(p, "HTTP/1.", 7) != 0 || (p[7] != '0' && p[7] != '1') ||
+	    p[8] != ' ')
+		return -1;
+	if (p[9] < '1' || p[9] > '5' || p[10] < '0' || p[10] > '9' || p[11] < '0' ||
+	    p[11] > '9' || (p[12] != ' ' && p[12] != '\r'))
+		return -1;
+	http10 = p[7] == '0';
+	c->status = (p[9] - '0') * 100 + (p[10] - '0') * 10 + (p[11] - '0');
+	c->reusable = 1;
+	if ((eol = memmem(p, (size_t)(end - p), "\r\n", 2)) == NULL)
+		return -1;
+	for (p = eol + 2; p < end; p = eol + 2) {
+		if ((eol = memmem(p, (size_t)(end - p), "\r\n", 2)) == NULL)
+			return -1;
+		if (lg_parse_header(c, p, (size_t)(eol - p), &keep10, &te, &cl) == -1)
+			return -1;
+	}
+	if (http10 && !keep10)
+		c->reusable = 0;
+	if (c->status == 101)
+		return -1; /* never asked for an upgrade */
+	if (c->status < 200)
+		return 1;
+	if (c->status == 204 || c->status == 304) {
+		c->state = LG_BODY;
+		c->left = 0;
+	} else if (te == 1) {
+		c->state = LG_CHUNK_SIZE;
+		c->reusable = c->reusable && cl < 0;
+	} else if (te == 2 || cl < 0) {
+		c->state = LG_UNTIL_EOF;
+		c->reusable = 0;
+	} else {
+		c->state = LG_BODY;
+		c->left = (uint64_t)cl;
+	}
+	c->head_bytes = 0;
+	return 0;
+}
+
+/* Reads a CRLF-terminated line of at most max bytes into buf; 0 if incomplete, -1 if too long. */
+static int
+lg_take_line(struct evbuffer *in, char *buf, size_t max, size_t *len)
+{
+	struct evbuffer_ptr pos;
+	size_t eol_len;
+
+	pos = evbuffer_search_eol(in, NULL, &eol_len, EVBUFFER_EOL_CRLF_STRICT);
+	if (pos.pos < 0)
+		return evbuffer_get_length(in) > max ? -1 : 0;
+	if ((size_t)pos.pos > max)
+		return -1;
+	evbuffer_remove(in, buf, (size_t)pos.pos);
+	evbuffer_drain(in, eol_len);
+	*len = (size_t)pos.pos;
+	return 1;
+}
+
+/* Chunk-size line: hex digits, then optional extensions. */
+static int
+lg_parse_chunk_size(struct lg_conn *c, const char *line, size_t len)
+{
+	uint64_t n = 0;
+	size_t i;
+	int d;
+
+	for (i = 0; i < len; i++) {
+		if (line[i] >= '0' && line[i] <= '9')
+			d = line[i] - '0';
+		else if ((line[i] | 0x20) >= 'a' && (line[i] | 0x20) <= 'f')
+			d = (line[i] | 0x20) - 'a' + 10;
+		else
+			break;
+		if (i >= 15)
+			return -1;
+		n = n * 16 + (uint64_t)d;
+	}
+	if (i == 0 || (i < len && line[i] != ';' && line[i] != ' ' && line[i] != '\t'))
+		return -1;
+	c->left = n;
+	c->state = n == 0 ? LG_TRAILER : LG_CHUNK_DATA;
+	return 0;
+}
+
+static int
+lg_parse_step_head(struct lg_conn *c, struct evbuffer *in)
+{
+	struct evbuffer_ptr pos;
+	size_t hlen;
+	int r;
+
+	pos = evbuffer_search(in, "\r\n\r\n", 4, NULL);
+	if (pos.pos < 0)
+		return evbuffer_get_length(in) > LG_HEAD_MAX ? -1 : 0;
+	hlen = (size_t)pos.pos + 4;
+	if (hlen > LG_HEAD_MAX)
+		return -1;
+	r = lg_parse_head(c, (const char *)evbuffer_pullup(in, (ssize_t)hlen), hlen);
+	evbuffer_drain(in, hlen);
+	if (r == -1)
+		return -1;
+	return 1; /* an interim head also means: go round again */
+}
+
+/*
+ * Advances the response state machine over what has arrived. Returns 1
+ * when a response is complete, 0 when more bytes are needed, -1 on a
+ * framing error.
+ */
+static int
+lg_parse(struct lg_conn *c, struct evbuffer *in)
+{
+	char line[LG_CHUNK_LINE + 1];
+	size_t len, n;
+	int r;
+
+	for (;;) {
+		switch (c->state) {
+		case LG_HEAD:
+			if ((r = lg_parse_step_head(c, in)) <= 0)
+				return r;
+			break;
+		case LG_BODY:
+		case LG_CHUNK_DATA:
+			n = evbuffer_get_length(in);
+			if (n > c->left)
+				n = (size_t)c->left;
+			evbuffer_drain(in, n);
+			c->left -= n;
+			if (c->left > 0)
+				return 0;
+			if (c->state == LG_BODY)
+				return 1;
+			c->state = LG_CHUNK_CRLF;
+			break;
+		case LG_CHUNK_CRLF:
+			if (evbuffer_get_length(in) < 2)
+				return 0;
+			evbuffer_remove(in, line, 2);
+			if (line[0] != '\r' || line[1] != '\n')
+				return -1;
+			c->state = LG_CHUNK_SIZE;
+			break;
+		case LG_CHUNK_SIZE:
+			if ((r = lg_take_line(in, line, LG_CHUNK_LINE, &len)) <= 0)
+				return r;
+			if (lg_parse_chunk_size(c, line, len) == -1)
+				return -1;
+			break;
+		case LG_TRAILER:
+			if ((r = lg_take_line(in, line, LG_CHUNK_LINE, &len)) <= 0)
+				return r;
+			if (len == 0)
+				return 1;
+			if ((c->head_bytes += len + 2) > LG_HEAD_MAX)
+				return -1;
+			break;
+		case LG_UNTIL_EOF:
+			evbuffer_drain(in, evbuffer_get_length(in));
+			return 0;
+		case LG_HOLD:
+			return -1; /* nothing is owed on a parked connection */
+		}
+	}
+}
+
+static void
+lg_read_cb(struct bufferevent *bev, void *arg)
+{
+	struct lg_conn *c = arg;
+	struct evbuffer *in = bufferevent_get_input(bev);
+	int r;
+
+	if (!c->in_flight && c->state != LG_HOLD) {
+		evbuffer_drain(in, evbuffer_get_length(in));
+		return;
+	}
+	if (c->state == LG_HOLD) {
+		c->lg->held--;
+		c->lg->held_closed++;
+		lg_conn_drop(c);
+		return;
+	}
+	c->got_bytes = 1;
+	r = lg_parse(c, in);
+	if (r == 0)
+		return;
+	/* No pipelining is asked for, so bytes past the response are a framing error. */
+	if (r == -1 || evbuffer_get_length(in) > 0) {
+		lg_conn_done(c, LG_E_PARSE);
+		return;
+	}
+	lg_conn_response(c);
+}
+
+static void
+lg_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	struct lg_conn *c = arg;
+	int one = 1;
+
+	if (what & BEV_EVENT_CONNECTED) {
+		c->connected = 1;
+		c->lg->connects++;
+		setsockopt(bufferevent_getfd(bev), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+		return;
+	}
+	if (c->state == LG_HOLD) {
+		c->lg->held--;
+		c->lg->held_closed++;
+		lg_conn_drop(c);
+		return;
+	}
+	if (!c->in_flight) {
+		lg_conn_drop(c);
+		return;
+	}
+	if ((what & BEV_EVENT_EOF) && c->state == LG_UNTIL_EOF) {
+		lg_conn_drop(c);
+		lg_conn_response(c);
+	} else if (!(what & BEV_EVENT_TIMEOUT) && c->served > 0 && !c->got_bytes &&
+	    !c->resent) {
+		/*
+		 * A reused connection the server closed before answering: what
+		 * any HTTP client does is send the request again on a new
+		 * connection, once. Some proxies close after every response
+		 * without saying "Connection: close"; the latency then includes
+		 * the wasted attempt, as a real client would see it.
+		 */
+		lg_conn_drop(c);
+		c->resent = 1;
+		c->lg->resends++;
+		if (lg_conn_open(c) == 0)
+			bufferevent_write(c->bev, c->lg->request, c->lg->request_len);
+	} else if (what & BEV_EVENT_TIMEOUT)
+		lg_conn_done(c, LG_E_TIMEOUT);
+	else if (!c->connected)
+		lg_conn_done(c, LG_E_CONNECT);
+	else
+		lg_conn_done(c, LG_E_CLOSED);
+}
+
+/* Opens a new TCP connection for c; on failure the request is over with a connect error. */
+static int
+lg_conn_open(struct lg_conn *c)
+{
+	struct loadgen *lg = c->lg;
+	struct timeval tv;
+
+	c->bev = bufferevent_socket_new(lg->base, -1, BEV_OPT_CLOSE_ON_FREE);
+	if (c->bev == NULL) {
+		lg_conn_done(c, LG_E_CONNECT);
+		return -1;
+	}
+	bufferevent_setcb(c->bev, lg_read_cb, NULL, lg_event_cb, c);
+	tv.tv_sec = (time_t)lg->timeout;
+	tv.tv_usec = (suseconds_t)((lg->timeout - (double)tv.tv_sec) * 1e6);
+	bufferevent_set_timeouts(c->bev, &tv, &tv);
+	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+	if (bufferevent_socket_connect(c->bev, (struct sockaddr *)&lg->dst, sizeof lg->dst) ==
+	    -1) {
+		lg_conn_done(c, LG_E_CONNECT);
+		return -1;
+	}
+	return 0;
+}
+
+/* Starts the next request, on the open connection or on a new one. */
+static void
+lg_conn_start(struct lg_conn *c)
+{
+	struct loadgen *lg = c->lg;
+
+	if (lg->stopping || (lg->max_requests != 0 && lg->issued >= lg->max_requests))
+		return;
+	lg->issued++;
+	c->in_flight = 1;
+	c->state = LG_HEAD;
+	c->status = 0;
+	c->got_bytes = 0;
+	c->resent = 0;
+	c->start_ns = lg_now_ns();
+	if (c->bev == NULL && lg_conn_open(c) == -1)
+		return;
+	bufferevent_write(c->bev, lg->request, lg->request_len);
+}
+
+/* Splits http://AUTHORITY[/PATH] into authority and path; the authority is checked later. */
+static const char *
+lg_parse_url(const char *url, char *auth, size_t authsz, const char **path)
+{
+	const char *host, *p;
+	size_t n;
+
+	if (strlen(url) > LG_URL_MAX || strncmp(url, "http://", 7) != 0)
+		return "URL must start with http://";
+	host = url + 7;
+	for (p = url; *p != '\0'; p++) {
+		if ((unsigned char)*p <= ' ' || *p == 0x7f)
+			return "URL has a space or control character";
+	}
+	n = strcspn(host, "/");
+	*path = host[n] == '/' ? host + n : "/";
+	if (n == 0 || n >= authsz)
+		return "bad authority";
+	memcpy(auth, host, n);
+	auth[n] = '\0';
+	return NULL;
+}
+
+/* Turns IPV4[:PORT] into a loopback socket address. */
+static const char *
+lg_parse_addr(const char *s, int default_port, struct sockaddr_in *sin)
+{
+	char host[64];
+	const char *colon;
+	char *end;
+	long port = default_port;
+	size_t n;
+
+	colon = strchr(s, ':');
+	n = colon != NULL ? (size_t)(colon - s) : strlen(s);
+	if (n == 0 || n >= sizeof host)
+		return "bad address";
+	memcpy(host, s, n);
+	host[n] = '\0';
+	if (colon != NULL) {
+		errno = 0;
+		port = strtol(colon + 1, &end, 10);
+		if (errno != 0 || *end != '\0' || end == colon + 1 || port < 1 || port > 65535)
+			return "bad port";
+	}
+	memset(sin, 0, sizeof *sin);
+	sin->sin_family = AF_INET;
+	sin->sin_port = htons((uint16_t)port);
+	if (inet_pton(AF_INET, host, &sin->sin_addr) != 1)
+		return "host must be an IPv4 literal";
+	if ((ntohl(sin->sin_addr.s_addr) >> 24) != 127)
+		return "only loopback (127.0.0.0/8) targets are allowed";
+	return NULL;
+}
+
+static double
+lg_num(const char *opt, const char *s, double min, double max)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno != 0 || end == s || *end != '\0' || !(v >= min && v <= max)) {
+		fprintf(stderr, "loadgen: --%s %s: want a number in [%g, %g]\n", opt, s, min, max);
+		exit(2);
+	}
+	return v;
+}
+
+static void
+lg_usage(void)
+{
+	fprintf(stderr,
+	    "usage: loadgen --url http://127.0.0.1:PORT/PATH [--proxy 127.0.0.1:PORT]\n"
+	    "               [--connections N] [--duration SECS] [--requests MAX]\n"
+	    "               [--mode keepalive|close|idle] [--timeout SECS] [--name NAME]\n");
+	exit(2);
+}
+
+/* Builds the one request every connection sends: origin-form, or absolute-form via a proxy. */
+static void
+lg_build_request(struct loadgen *lg, const char *url, const char *auth, const char *path,
+    int via_proxy)
+{
+	int n;
+
+	n = asprintf(&lg->request, "GET %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: loadgen\r\n%s\r\n",
+	    via_proxy ? url : path, auth, lg->mode == LG_CLOSE ? "Connection: close\r\n" : "");
+	if (n < 0)
+		lg_die("out of memory");
+	lg->request_len = (size_t)n;
+}
+
+static void
+lg_parse_args(struct loadgen *lg, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "url", required_argument, NULL, 'u' },
+		{ "proxy", required_argument, NULL, 'p' },
+		{ "connections", required_argument, NULL, 'c' },
+		{ "duration", required_argument, NULL, 'd' },
+		{ "requests", required_argument, NULL, 'n' },
+		{ "mode", required_argument, NULL, 'm' },
+		{ "timeout", required_argument, NULL, 't' },
+		{ "name", required_argument, NULL, 'N' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *url = NULL, *proxy = NULL, *path, *err;
+	struct sockaddr_in origin;
+	char auth[300];
+	int ch;
+
+	lg->nconns = 1;
+	lg->duration = 10;
+	lg->timeout = 5;
+	lg->mode = LG_KEEPALIVE;
+	lg->name = "loadgen";
+	while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'u':
+			url = optarg;
+			break;
+		case 'p':
+			proxy = optarg;
+			break;
+		case 'c':
+			lg->nconns = (int)lg_num("connections", optarg, 1, 50000);
+			break;
+		case 'd':
+			lg->duration = lg_num("duration", optarg, 0.01, 3600);
+			break;
+		case 'n':
+			lg->max_requests = (uint64_t)lg_num("requests", optarg, 0, 1e12);
+			break;
+		case 'm':
+			if (strcmp(optarg, "keepalive") == 0)
+				lg->mode = LG_KEEPALIVE;
+			else if (strcmp(optarg, "close") == 0)
+				lg->mode = LG_CLOSE;
+			else if (strcmp(optarg, "idle") == 0)
+				lg->mode = LG_IDLE;
+			else
+				lg_usage();
+			break;
+		case 't':
+			lg->timeout = lg_num("timeout", optarg, 0.01, 600);
+			break;
+		case 'N':
+			lg->name = optarg;
+			break;
+		default:
+			lg_usage();
+		}
+	}
+	if (optind != argc || url == NULL)
+		lg_usage();
+	if ((err = lg_parse_url(url, auth, sizeof auth, &path)) != NULL ||
+	    (err = lg_parse_addr(auth, 80, &origin)) != NULL) {
+		fprintf(stderr, "loadgen: --url %s: %s\n", url, err);
+		exit(2);
+	}
+	lg->dst = origin;
+	if (proxy != NULL && (err = lg_parse_addr(proxy, 0, &lg->dst)) != NULL) {
+		fprintf(stderr, "loadgen: --proxy %s: %s\n", proxy, err);
+		exit(2);
+	}
+	if (proxy != NULL && lg->dst.sin_port == 0)
+		lg_die("--proxy needs a port");
+	if (lg->mode == LG_IDLE)
+		lg->max_requests = 0; /* one request per connection, then it is parked */
+	lg_build_request(lg, url, auth, path, proxy != NULL);
+}
+
+/* Each connection needs a descriptor: raise the soft limit as far as the hard one allows. */
+static void
+lg_raise_nofile(int nconns)
+{
+	struct rlimit rl;
+	rlim_t want = (rlim_t)nconns + 64;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == -1 || rl.rlim_cur >= want)
+		return;
+	rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= want ? want : rl.rlim_max;
+	setrlimit(RLIMIT_NOFILE, &rl);
+	if (rl.rlim_cur < want)
+		fprintf(stderr, "loadgen: descriptor limit %llu is below %llu: expect errors\n",
+		    (unsigned long long)rl.rlim_cur, (unsigned long long)want);
+}
+
+static void
+lg_report(struct loadgen *lg)
+{
+	static const char *const modes[] = { "keepalive", "close", "idle" };
+	double secs = (double)(lg->t_end - lg->t_start) / 1e9;
+	double rps = secs > 0 ? (double)lg->completed / secs : 0;
+	double p50 = lg_hist_pct(&lg->hist, 50) / 1e6, p90 = lg_hist_pct(&lg->hist, 90) / 1e6;
+	double p99 = lg_hist_pct(&lg->hist, 99) / 1e6, max = lg->hist.max / 1e6;
+	int i;
+
+	printf("%s: %" PRIu64 " ok in %.2f s = %.1f req/s; latency ms p50 %.3f p90 %.3f "
+	       "p99 %.3f max %.3f; errors %" PRIu64 " (",
+	    lg->name, lg->completed, secs, rps, p50, p90, p99, max, lg_errors(lg));
+	for (i = 0; i < LG_E_MAX; i++)
+		printf("%s%s %" PRIu64, i ? " " : "", lg_err_names[i], lg->errors[i]);
+	printf("); %" PRIu64 " connects, %" PRIu64 " resends\n", lg->connects, lg->resends);
+	printf("RESULT name=%s mode=%s conns=%d secs=%.2f requests=%" PRIu64 " rps=%.1f "
+	       "p50_ms=%.3f p90_ms=%.3f p99_ms=%.3f max_ms=%.3f errors=%" PRIu64
+	       " connects=%" PRIu64 " resends=%" PRIu64,
+	    lg->name, modes[lg->mode], lg->nconns, secs, lg->completed, rps, p50, p90, p99, max,
+	    lg_errors(lg), lg->connects, lg->resends);
+	if (lg->mode == LG_IDLE)
+		printf(" held=%d not_kept=%d held_closed=%d", lg->held, lg->not_kept,
+		    lg->held_closed);
+	printf("\n");
+	fflush(stdout);
+}
+
+int
+main(int argc, char **argv)
+{
+	struct loadgen lg;
+	struct timeval tv;
+	uint64_t errors;
+	int i;
+
+	memset(&lg, 0, sizeof lg);
+	lg_parse_args(&lg, argc, argv);
+	signal(SIGPIPE, SIG_IGN);
+	lg_raise_nofile(lg.nconns);
+	if ((lg.base = event_base_new()) == NULL)
+		lg_die("event_base_new failed");
+	lg.conns = lg_calloc((size_t)lg.nconns, sizeof *lg.conns);
+
+	/* Stop timer first: the run is bounded by --duration whatever else happens. */
+	tv.tv_sec = (time_t)lg.duration;
+	tv.tv_usec = (suseconds_t)((lg.duration - (double)tv.tv_sec) * 1e6);
+	lg.stop_ev = evtimer_new(lg.base, lg_stop_cb, &lg);
+	lg.sigint_ev = evsignal_new(lg.base, SIGINT, lg_stop_cb, &lg);
+	lg.sigterm_ev = evsignal_new(lg.base, SIGTERM, lg_stop_cb, &lg);
+	if (lg.stop_ev == NULL || lg.sigint_ev == NULL || lg.sigterm_ev == NULL ||
+	    evtimer_add(lg.stop_ev, &tv) == -1 || evsignal_add(lg.sigint_ev, NULL) == -1 ||
+	    evsignal_add(lg.sigterm_ev, NULL) == -1)
+		lg_die("cannot set up events");
+
+	lg.t_start = lg_now_ns();
+	for (i = 0; i < lg.nconns; i++) {
+		lg.conns[i].lg = &lg;
+		if ((lg.conns[i].retry = evtimer_new(lg.base, lg_retry_cb, &lg.conns[i])) == NULL)
+			lg_die("cannot set up events");
+	}
+	for (i = 0; i < lg.nconns && !lg.stopping; i++)
+		lg_conn_start(&lg.conns[i]);
+	if (!lg.stopping)
+		event_base_dispatch(lg.base);
+	if (lg.t_end == 0)
+		lg.t_end = lg_now_ns();
+
+	lg_report(&lg);
+	errors = lg_errors(&lg);
+	for (i = 0; i < lg.nconns; i++) {
+		lg_conn_drop(&lg.conns[i]);
+		event_free(lg.conns[i].retry);
+	}
+	free(lg.conns);
+	free(lg.request);
+	event_free(lg.stop_ev);
+	event_free(lg.sigint_ev);
+	event_free(lg.sigterm_ev);
+	event_base_free(lg.base);
+	if (lg.completed == 0 || errors * 100 > lg.completed + errors)
+		return 1;
+	return 0;
+}

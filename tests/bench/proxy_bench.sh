@@ -1,0 +1,444 @@
+#!/usr/bin/env bash
+# Proxy benchmark: drives the same HTTP load through egressd and through
+# haproxy, privoxy, squid and tinyproxy (and straight at the origin), all
+# in one run, and prints one markdown table of req/s, latency percentiles,
+# errors and same-run ratios, then the idle keep-alive memory per client
+# connection of each proxy.
+#
+# The origin is nginx serving 100 bytes on loopback. Every peer runs from
+# a config rendered from tests/bench/peers/ into a private temp dir, on its
+# own free loopback port, with logging off, and is stopped by a trap. All
+# traffic goes to 127.0.0.1; every loop is bounded in count and time.
+# egressd takes part when $BUILD_DIR/egressd exists and is skipped
+# otherwise. Missing peers are installed with apt-get (unless --no-install).
+#
+# usage: tests/bench/proxy_bench.sh [--duration S] [--rounds N] [--idle-conns N]
+#            [--peers "direct egressd haproxy ..."] [--out FILE] [--no-install]
+
+set -u
+
+DURATION=8 # seconds of load per peer and scenario, split into ROUNDS runs
+ROUNDS=3
+IDLE_CONNS=1000
+PEERS="direct egressd haproxy privoxy squid tinyproxy"
+OUT=""
+INSTALL=1
+SCENARIOS="ka64 ka1 close16"
+
+usage() {
+	sed -n '16,17s/^# //p' "$0" >&2
+	exit 2
+}
+
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--duration) DURATION=${2:?}; shift 2 ;;
+	--rounds) ROUNDS=${2:?}; shift 2 ;;
+	--peers) PEERS=${2:?}; shift 2 ;;
+	--idle-conns) IDLE_CONNS=${2:?}; shift 2 ;;
+	--out) OUT=${2:?}; shift 2 ;;
+	--no-install) INSTALL=0; shift ;;
+	*) usage ;;
+	esac
+done
+case "$DURATION" in '' | *[!0-9]*) usage ;; esac
+case "$IDLE_CONNS" in '' | *[!0-9]*) usage ;; esac
+case "$ROUNDS" in '' | *[!0-9]*) usage ;; esac
+[ "$ROUNDS" -ge 1 ] && [ "$ROUNDS" -le 10 ] || { echo "--rounds: 1..10" >&2; exit 2; }
+[ "$DURATION" -ge 1 ] && [ "$DURATION" -le 120 ] || { echo "--duration: 1..120" >&2; exit 2; }
+[ "$IDLE_CONNS" -ge 1 ] && [ "$IDLE_CONNS" -le 5000 ] || { echo "--idle-conns: 1..5000" >&2; exit 2; }
+
+SRC_DIR=${SRC_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+BUILD_DIR=${BUILD_DIR:-$SRC_DIR/build}
+PEER_DIR="$SRC_DIR/tests/bench/peers"
+
+T=$(mktemp -d "${TMPDIR:-/tmp}/egress-bench.XXXXXX") || exit 1
+# Peers that drop privileges (squid, tinyproxy, privoxy, nginx workers) must reach their files.
+chmod 755 "$T"
+declare -A PID PORT STATUS RPS P50 P99 ERR KIB
+BG_PIDS=""
+
+cleanup() {
+	local p i
+	for p in $BG_PIDS; do
+		kill -TERM "$p" 2>/dev/null
+	done
+	for p in $BG_PIDS; do
+		for i in $(seq 1 30); do
+			kill -0 "$p" 2>/dev/null || break
+			sleep 0.1
+		done
+		kill -KILL "$p" 2>/dev/null
+		wait "$p" 2>/dev/null
+	done
+	rm -rf "$T"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+log() { printf '%s\n' "$*" >&2; }
+
+# --- packages ---------------------------------------------------------------
+
+install_peers() {
+	local p missing=""
+	for p in nginx haproxy privoxy squid tinyproxy; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
+			missing="$missing $p"
+	done
+	[ -z "$missing" ] && return 0
+	if [ "$INSTALL" -eq 0 ]; then
+		log "not installing:$missing (--no-install): those peers are skipped"
+		return 0
+	fi
+	local sudo=""
+	[ "$(id -u)" -ne 0 ] && sudo="sudo -n"
+	log "installing:$missing"
+	# shellcheck disable=SC2086
+	DEBIAN_FRONTEND=noninteractive $sudo apt-get update -q >"$T/apt.log" 2>&1 &&
+		DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends \
+			$missing >>"$T/apt.log" 2>&1 ||
+		log "apt-get failed (see below): the missing peers are skipped"$'\n'"$(tail -5 "$T/apt.log")"
+}
+
+# --- helpers ----------------------------------------------------------------
+
+port_open() { timeout 1 bash -c "exec 3<>/dev/tcp/127.0.0.1/$1" 2>/dev/null; }
+
+# free_port: sets FREE to an unused loopback port below the ephemeral range,
+# so the load generator's own source ports never collide with a listener.
+USED_PORTS=" "
+free_port() {
+	local i p
+	for i in $(seq 1 100); do
+		p=$((20000 + (RANDOM * 32768 + RANDOM) % 12000))
+		case "$USED_PORTS" in *" $p "*) continue ;; esac
+		if ! port_open "$p"; then
+			USED_PORTS="$USED_PORTS$p "
+			FREE=$p
+			return 0
+		fi
+	done
+	return 1
+}
+
+# render TEMPLATE OUT PORT: fills the placeholders of a peer config.
+render() {
+	sed -e "s|@DIR@|$T|g" -e "s|@PORT@|$3|g" -e "s|@ORIGIN_PORT@|$ORIGIN_PORT|g" \
+		-e "s|@NGINX_USER@|$NGINX_USER|" -e "s|@SQUID_USER@|$SQUID_USER|" \
+		-e "s|@TINYPROXY_USER@|$TINYPROXY_USER|" "$PEER_DIR/$1" >"$2"
+}
+
+# rss_kib PID: VmRSS summed over PID and its descendants (a few levels deep).
+rss_kib() {
+	local all="$1" level="$1" next p depth total=0 v
+	for depth in 1 2 3; do
+		next=""
+		for p in $level; do
+			next="$next $(ps -o pid= --ppid "$p" 2>/dev/null)"
+		done
+		[ -z "${next// /}" ] && break
+		all="$all $next"
+		level=$next
+	done
+	for p in $all; do
+		v=$(awk '/^VmRSS:/ { print $2 }' "/proc/$p/status" 2>/dev/null)
+		total=$((total + ${v:-0}))
+	done
+	echo "$total"
+}
+
+# start NAME PORT CMD...: runs a peer in the foreground of a background job
+# and waits (at most 10 s) for its port to accept connections.
+start() {
+	local name=$1 port=$2 i
+	shift 2
+	"$@" >"$T/$name.out" 2>&1 &
+	PID[$name]=$!
+	PORT[$name]=$port
+	BG_PIDS="$BG_PIDS $!"
+	for i in $(seq 1 100); do
+		if ! kill -0 "${PID[$name]}" 2>/dev/null; then
+			STATUS[$name]="exited at start-up: $(tail -c 300 "$T/$name.out" | tr '\n' ' ')"
+			return 1
+		fi
+		port_open "$port" && return 0
+		sleep 0.1
+	done
+	STATUS[$name]="did not listen within 10 s"
+	return 1
+}
+
+have() { command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ]; }
+
+start_origin() {
+	free_port || { log "no free port"; exit 1; }
+	ORIGIN_PORT=$FREE
+	mkdir -p "$T/nginx"
+	render nginx-origin.conf "$T/nginx/nginx.conf" "$ORIGIN_PORT"
+	if ! start origin "$ORIGIN_PORT" nginx -e "$T/nginx/error.log" -p "$T/nginx" \
+		-c "$T/nginx/nginx.conf" -g 'daemon off;'; then
+		log "origin nginx failed: ${STATUS[origin]}"
+		exit 1
+	fi
+}
+
+# start_peer NAME: renders the peer's config and starts it; sets STATUS on failure.
+start_peer() {
+	local name=$1 port i
+	free_port || { STATUS[$name]="no free port"; return 1; }
+	port=$FREE
+	mkdir -p "$T/$name"
+	case "$name" in
+	direct)
+		PID[direct]=${PID[origin]}
+		PORT[direct]=""
+		return 0
+		;;
+	egressd)
+		if [ ! -x "$BUILD_DIR/egressd" ]; then
+			STATUS[egressd]="skipped: $BUILD_DIR/egressd is not built yet"
+			return 1
+		fi
+		cp "$PEER_DIR/egressd.yaml" "$T/egressd/egressd.yaml"
+		# --upstream-dns keeps even a stray lookup on loopback; 3> is the ready pipe.
+		start egressd "$port" "$BUILD_DIR/egressd" --config "$T/egressd/egressd.yaml" \
+			--proxy "127.0.0.1:$port" --audit "$T/egressd/audit.jsonl" \
+			--upstream-dns 127.0.0.1 --ready-fd 3 3>"$T/egressd/ready" || return 1
+		for i in $(seq 1 50); do
+			grep -q READY "$T/egressd/ready" && return 0
+			sleep 0.1
+		done
+		STATUS[egressd]="listening but never wrote READY on --ready-fd"
+		return 1
+		;;
+	haproxy)
+		have haproxy || { STATUS[$name]="skipped: not installed"; return 1; }
+		render haproxy.cfg "$T/haproxy/haproxy.cfg" "$port"
+		start haproxy "$port" haproxy -db -f "$T/haproxy/haproxy.cfg"
+		;;
+	privoxy)
+		have privoxy || { STATUS[$name]="skipped: not installed"; return 1; }
+		render privoxy.conf "$T/privoxy/privoxy.conf" "$port"
+		if [ "$(id -u)" -eq 0 ]; then
+			start privoxy "$port" privoxy --no-daemon --user nobody "$T/privoxy/privoxy.conf"
+		else
+			start privoxy "$port" privoxy --no-daemon "$T/privoxy/privoxy.conf"
+		fi
+		;;
+	squid)
+		have squid || { STATUS[$name]="skipped: not installed"; return 1; }
+		render squid.conf "$T/squid/squid.conf" "$port"
+		[ "$(id -u)" -eq 0 ] && chown proxy "$T/squid"
+		start squid "$port" squid -N -f "$T/squid/squid.conf"
+		;;
+	tinyproxy)
+		have tinyproxy || { STATUS[$name]="skipped: not installed"; return 1; }
+		render tinyproxy.conf "$T/tinyproxy/tinyproxy.conf" "$port"
+		[ "$(id -u)" -eq 0 ] && chown nobody "$T/tinyproxy"
+		start tinyproxy "$port" tinyproxy -d -c "$T/tinyproxy/tinyproxy.conf"
+		;;
+	*)
+		STATUS[$name]="unknown peer"
+		return 1
+		;;
+	esac
+}
+
+# loadgen_run NAME PEER ARGS...: one bounded load run; prints its RESULT line.
+loadgen_run() {
+	local name=$1 peer=$2
+	shift 2
+	local proxy=()
+	[ -n "${PORT[$peer]}" ] && proxy=(--proxy "127.0.0.1:${PORT[$peer]}")
+	timeout $((DURATION + 20)) "$LOADGEN" --url "http://127.0.0.1:$ORIGIN_PORT/bench" \
+		"${proxy[@]}" --name "$name" --timeout 5 "$@" >"$T/$name.lg" 2>&1
+	grep '^RESULT ' "$T/$name.lg" | tail -1
+}
+
+# field LINE KEY: the value of KEY=VALUE in a RESULT line.
+field() { printf '%s\n' "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"; }
+
+# check PEER: a short warm-up that must succeed before the peer is measured.
+check_peer() {
+	local line
+	line=$(loadgen_run "$1-check" "$1" --mode keepalive --connections 8 --duration 1)
+	if [ -z "$line" ] || [ "$(field "$line" requests)" = 0 ] ||
+		[ "$(field "$line" errors)" != 0 ]; then
+		STATUS[$1]="failed its check: $(head -c 300 "$T/$1-check.lg" | tr '\n' ' ')"
+		return 1
+	fi
+	STATUS[$1]=ok
+}
+
+# idle_mem PEER: KiB of the peer's RSS per idle keep-alive client connection.
+idle_mem() {
+	local peer=$1 before after lg i ready held
+	before=$(rss_kib "${PID[$peer]}")
+	local proxy=()
+	[ -n "${PORT[$peer]}" ] && proxy=(--proxy "127.0.0.1:${PORT[$peer]}")
+	"$LOADGEN" --url "http://127.0.0.1:$ORIGIN_PORT/idle" "${proxy[@]}" --mode idle \
+		--connections "$IDLE_CONNS" --duration 60 --timeout 10 --name "$peer-idle" \
+		>"$T/$peer-idle.lg" 2>&1 &
+	lg=$!
+	BG_PIDS="$BG_PIDS $lg"
+	ready=""
+	for i in $(seq 1 300); do
+		ready=$(grep '^READY ' "$T/$peer-idle.lg")
+		[ -n "$ready" ] && break
+		kill -0 "$lg" 2>/dev/null || break
+		sleep 0.1
+	done
+	sleep 1 # let the proxy finish its bookkeeping for the last connections
+	after=$(rss_kib "${PID[$peer]}")
+	kill -TERM "$lg" 2>/dev/null
+	wait "$lg" 2>/dev/null
+	held=$(field "$(grep '^RESULT ' "$T/$peer-idle.lg")" held)
+	if [ -z "$ready" ] || [ -z "$held" ]; then
+		KIB[$peer]="n/a (no READY)"
+	elif [ "$held" -lt $((IDLE_CONNS * 9 / 10)) ]; then
+		KIB[$peer]="n/a: kept $held of $IDLE_CONNS open (the peer closes idle client connections)"
+	else
+		KIB[$peer]=$(awk -v a="$after" -v b="$before" -v n="$held" \
+			'BEGIN { printf "%.1f", (a - b) / n }')
+		KIB[$peer]="${KIB[$peer]} ($before → $after KiB, $held held)"
+	fi
+	log "  idle $peer: ${KIB[$peer]}"
+	sleep 1 # the closed connections drain before the next peer
+}
+
+# median V...: the middle value (mean of the two middle ones for an even count).
+median() {
+	printf '%s\n' "$@" | grep . | sort -g |
+		awk '{ v[NR] = $1 } END { if (NR == 0) print ""; else if (NR % 2) print v[(NR + 1) / 2];
+			else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a != "" && b > 0) printf "%.2f", a / b; else printf "n/a" }'; }
+
+version_of() { dpkg-query -W -f='${Version}' "$1" 2>/dev/null || echo "?"; }
+
+# --- run --------------------------------------------------------------------
+
+START_TIME=$(date +%s)
+ulimit -n "$(ulimit -Hn)" 2>/dev/null
+install_peers
+have nginx || { log "nginx (the origin) is not installed: cannot run"; exit 1; }
+
+LOADGEN="$BUILD_DIR/loadgen"
+if [ ! -x "$LOADGEN" ]; then
+	LOADGEN="$T/loadgen"
+	# shellcheck disable=SC2046
+	gcc -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Wno-unused-parameter \
+		"$SRC_DIR/tests/bench/loadgen.c" -o "$LOADGEN" $(pkg-config --cflags --libs libevent) ||
+		{ log "cannot build loadgen"; exit 1; }
+fi
+
+NGINX_USER=""
+SQUID_USER=""
+TINYPROXY_USER=""
+if [ "$(id -u)" -eq 0 ]; then
+	NGINX_USER="user nobody nogroup;"
+	SQUID_USER="cache_effective_user proxy"
+	TINYPROXY_USER="User nobody\nGroup nogroup"
+fi
+
+start_origin
+ACTIVE=""
+for p in $PEERS; do
+	if start_peer "$p" && check_peer "$p"; then
+		ACTIVE="$ACTIVE $p"
+		log "$p: ready${PORT[$p]:+ on 127.0.0.1:${PORT[$p]}}"
+	else
+		log "$p: ${STATUS[$p]}"
+	fi
+done
+[ -n "$ACTIVE" ] || { log "no peer could run"; exit 1; }
+
+# Idle memory first, on freshly started peers: an upper bound that includes
+# first-time growth rather than a figure hidden by memory freed by the load.
+log "idle keep-alive memory, $IDLE_CONNS connections each"
+for p in $ACTIVE; do
+	idle_mem "$p"
+done
+
+# Scenarios outside, then rounds, peers inside: a burst of other load on
+# the machine hits every peer alike, and each figure is the median of its
+# rounds.
+ROUND_SECS=$(awk -v d="$DURATION" -v r="$ROUNDS" 'BEGIN { printf "%.2f", d / r }')
+declare -A L_RPS L_P50 L_P99
+for s in $SCENARIOS; do
+	case "$s" in
+	ka64) args=(--mode keepalive --connections 64) ;;
+	ka1) args=(--mode keepalive --connections 1) ;;
+	close16) args=(--mode close --connections 16) ;;
+	esac
+	for r in $(seq 1 "$ROUNDS"); do
+		for p in $ACTIVE; do
+			line=$(loadgen_run "$p-$s-$r" "$p" "${args[@]}" --duration "$ROUND_SECS")
+			log "  $(head -1 "$T/$p-$s-$r.lg")"
+			L_RPS[$p.$s]="${L_RPS[$p.$s]:-} $(field "$line" rps)"
+			L_P50[$p.$s]="${L_P50[$p.$s]:-} $(field "$line" p50_ms)"
+			L_P99[$p.$s]="${L_P99[$p.$s]:-} $(field "$line" p99_ms)"
+			e=$(field "$line" errors)
+			ERR[$p.$s]=$((${ERR[$p.$s]:-0} + ${e:-1}))
+		done
+	done
+	for p in $ACTIVE; do
+		# shellcheck disable=SC2086
+		RPS[$p.$s]=$(median ${L_RPS[$p.$s]})
+		# shellcheck disable=SC2086
+		P50[$p.$s]=$(median ${L_P50[$p.$s]})
+		# shellcheck disable=SC2086
+		P99[$p.$s]=$(median ${L_P99[$p.$s]})
+	done
+done
+
+# --- report -----------------------------------------------------------------
+
+report() {
+	local s p
+	echo "## Proxy benchmark, $(date -u +%Y-%m-%d) ($(nproc) cores, $(uname -r))"
+	echo
+	echo "Origin nginx $(version_of nginx), 100-byte response; per peer and scenario" \
+		"$ROUNDS rounds of $ROUND_SECS s, interleaved across peers; each figure is the" \
+		"median of the rounds (errors: the sum)." \
+		"Peers: haproxy $(version_of haproxy), privoxy $(version_of privoxy)," \
+		"squid $(version_of squid), tinyproxy $(version_of tinyproxy)."
+	echo "Scenarios: ka64 = keep-alive, 64 connections; ka1 = keep-alive, one connection" \
+		"(latency); close16 = a new connection per request, 16 at a time."
+	echo
+	echo "| scenario | peer | req/s | p50 ms | p99 ms | errors | req/s ÷ haproxy | req/s ÷ direct | p99 ÷ haproxy |"
+	echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+	for s in $SCENARIOS; do
+		for p in $PEERS; do
+			if [ "${STATUS[$p]:-}" != ok ]; then
+				[ "$s" = ka64 ] && echo "| $s | $p | ${STATUS[$p]:-not run} | | | | | | |"
+				continue
+			fi
+			echo "| $s | $p | ${RPS[$p.$s]:-?} | ${P50[$p.$s]:-?} | ${P99[$p.$s]:-?} |" \
+				"${ERR[$p.$s]:-?} | $(ratio "${RPS[$p.$s]}" "${RPS[haproxy.$s]:-}") |" \
+				"$(ratio "${RPS[$p.$s]}" "${RPS[direct.$s]:-}") |" \
+				"$(ratio "${P99[$p.$s]}" "${P99[haproxy.$s]:-}") |"
+		done
+	done
+	echo
+	echo "Idle keep-alive memory: RSS of the peer's processes before and after $IDLE_CONNS" \
+		"idle client connections (one request each), per connection."
+	echo "The direct row is the origin nginx itself, for reference."
+	echo
+	echo "| peer | KiB per idle connection |"
+	echo "| --- | --- |"
+	for p in $ACTIVE; do
+		echo "| $p | ${KIB[$p]:-?} |"
+	done
+	echo
+	echo "Runs on this machine differ by ~35% from one run to the next: compare only" \
+		"ratios taken within one run, never absolute numbers across runs."
+	echo "Total time $(($(date +%s) - START_TIME)) s."
+}
+
+report >"$T/report.md"
+cat "$T/report.md"
+[ -n "$OUT" ] && cp "$T/report.md" "$OUT"
+exit 0

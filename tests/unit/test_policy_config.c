@@ -1,0 +1,579 @@
+/*
+ * Tests for the config loader (policy/config.c, policy/schema.c): valid
+ * files of every shape, the built-in defaults, merging, config_dump round
+ * trips, and every error kind as tests/data/config/bad/NAME.yaml compared
+ * with the exact messages in NAME.err.
+ */
+#include <dirent.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "policy.h"
+
+#define CONFIG_DIR TEST_DATA_DIR "/config"
+
+/* Load files relative to the config data dir; fails the test on errors. */
+static struct config *load_ok(size_t n, ...)
+{
+	char *files[8];
+	struct config *cfg;
+	struct buf errs;
+	va_list ap;
+	size_t i;
+
+	assert_true(n <= 8);
+	va_start(ap, n);
+	for (i = 0; i < n; i++)
+		files[i] = va_arg(ap, char *);
+	va_end(ap);
+	assert_int_equal(chdir(CONFIG_DIR), 0);
+	buf_init(&errs);
+	cfg = config_load(files, n, &errs);
+	if (cfg == NULL)
+		fail_msg("unexpected errors:\n%s", buf_cstr(&errs));
+	assert_int_equal(errs.len, 0);
+	buf_free(&errs);
+	return cfg;
+}
+
+static void assert_list(const struct cfg_list *l, const char *const *want, size_t n)
+{
+	size_t i;
+
+	assert_int_equal(l->n, n);
+	for (i = 0; i < n; i++)
+		assert_string_equal(l->items[i].value, want[i]);
+}
+
+static void assert_loc(const struct cfg_loc *loc, const char *file, unsigned line, unsigned col)
+{
+	if (file == NULL)
+		assert_null(loc->file);
+	else {
+		assert_non_null(loc->file);
+		assert_string_equal(loc->file, file);
+	}
+	assert_int_equal(loc->line, line);
+	if (col > 0)
+		assert_int_equal(loc->col, col);
+}
+
+/* The line of policy/default.yaml holding text, so edits there do not break tests. */
+static unsigned builtin_line(const char *text)
+{
+	const char *p = strstr(config_default_yaml, text), *q;
+	unsigned line = 1;
+
+	assert_non_null(p);
+	for (q = config_default_yaml; q < p; q++)
+		line += *q == '\n';
+	return line;
+}
+
+static void test_builtin_default(void **state)
+{
+	static const char *const methods[] = {"GET", "HEAD", "OPTIONS"};
+	struct config *cfg = load_ok(0);
+
+	assert_int_equal(cfg->nfiles, 0);
+	assert_int_equal(cfg->mode, MODE_PRACTICAL);
+	assert_loc(&cfg->mode_loc, NULL, builtin_line("  mode:"), 3);
+	assert_true(cfg->inherit_global);
+	assert_true(cfg->blocklist.n >= 2);
+	assert_string_equal(cfg->blocklist.items[0].value, "*.segment.io");
+	assert_loc(&cfg->blocklist.items[0].loc, NULL, builtin_line("\"*.segment.io\""), 7);
+	assert_loc(&cfg->blocklist.items[1].loc, NULL, builtin_line("\"*.segment.io\"") + 1, 7);
+	assert_int_equal(cfg->allowlist.n, 0);
+	assert_true(cfg->allowlist.set);
+	assert_int_equal(cfg->passthrough.n, 0);
+	assert_int_equal(cfg->blocklist_files.n, 0);
+	assert_list(&cfg->allow_methods, methods, 3);
+	assert_true(cfg->allow_graphql_queries);
+	assert_int_equal(cfg->on_violation, VIOLATION_BLOCK);
+	assert_true(cfg->fail_closed);
+	assert_int_equal(cfg->proxy_port, 18080);
+	assert_int_equal(cfg->dns_port, 15353);
+	assert_int_equal(cfg->max_graphql_body, 1048576);
+	assert_loc(&cfg->max_graphql_body_loc, NULL, 0, 0);
+	assert_null(cfg->audit_path);
+	config_free(cfg);
+}
+
+/* The compiled-in values and default.yaml must agree. */
+static void test_builtin_matches_code(void **state)
+{
+	struct config *a, *b;
+	struct buf errs;
+
+	buf_init(&errs);
+	a = config_load(NULL, 0, &errs);
+	b = config_load_mem(NULL, "", 0, &errs);
+	assert_non_null(a);
+	assert_non_null(b);
+	assert_int_equal(a->mode, b->mode);
+	assert_int_equal(a->inherit_global, b->inherit_global);
+	assert_int_equal(a->allow_graphql_queries, b->allow_graphql_queries);
+	assert_int_equal(a->on_violation, b->on_violation);
+	assert_int_equal(a->fail_closed, b->fail_closed);
+	assert_int_equal(a->proxy_port, b->proxy_port);
+	assert_int_equal(a->dns_port, b->dns_port);
+	assert_int_equal(a->max_graphql_body, b->max_graphql_body);
+	config_free(a);
+	config_free(b);
+	buf_free(&errs);
+}
+
+/* With a file, the built-in settings stay but its host lists do not. */
+static void test_defaults_under_file(void **state)
+{
+	static const char *const methods[] = {"GET", "HEAD", "OPTIONS"};
+	struct config *cfg = load_ok(1, "good/empty.yaml");
+
+	assert_int_equal(cfg->nfiles, 1);
+	assert_string_equal(cfg->files[0], "good/empty.yaml");
+	assert_int_equal(cfg->blocklist.n, 0);
+	assert_false(cfg->blocklist.set);
+	assert_list(&cfg->allow_methods, methods, 3);
+	assert_loc(&cfg->allow_methods.items[0].loc, NULL, builtin_line("allowMethods: [GET"), 18);
+	assert_int_equal(cfg->proxy_port, 18080);
+	assert_loc(&cfg->proxy_port_loc, NULL, builtin_line("proxyPort:"), 3);
+	assert_int_equal(cfg->mode, MODE_PRACTICAL);
+	assert_null(cfg->mode_loc.file);
+	config_free(cfg);
+}
+
+static void test_every_key(void **state)
+{
+	static const char *const block[] = {"*.tracker.example", "ads.example.net", "203.0.113.7"};
+	static const char *const allow[] = {"api.anthropic.com", "*.github.com", "198.18.0.0/15",
+	                                    "fd00::/8"};
+	static const char *const pass[] = {"pinned.example.org"};
+	static const char *const methods[] = {"GET", "HEAD", "PROPFIND", "m-search"};
+	struct config *cfg = load_ok(1, "good/full.yaml");
+	char path[4096];
+
+	assert_int_equal(cfg->mode, MODE_STRICT);
+	assert_loc(&cfg->mode_loc, "good/full.yaml", 4, 3);
+	assert_ptr_equal(cfg->mode_loc.file, cfg->files[0]);
+	assert_false(cfg->inherit_global);
+	assert_list(&cfg->blocklist, block, 3);
+	assert_loc(&cfg->blocklist.items[1].loc, "good/full.yaml", 8, 7);
+	assert_list(&cfg->allowlist, allow, 4);
+	assert_loc(&cfg->allowlist.items[1].loc, "good/full.yaml", 10, 36);
+	assert_list(&cfg->passthrough, pass, 1);
+	assert_int_equal(cfg->blocklist_files.n, 2);
+	snprintf(path, sizeof path, "%s/good/lists/hosts.txt", CONFIG_DIR);
+	assert_string_equal(cfg->blocklist_files.items[0].value, path);
+	assert_string_equal(cfg->blocklist_files.items[1].value,
+	                    "/etc/opencode-sandbox/adblock.txt");
+	assert_list(&cfg->allow_methods, methods, 4);
+	assert_false(cfg->allow_graphql_queries);
+	assert_int_equal(cfg->on_violation, VIOLATION_FLAG);
+	assert_false(cfg->fail_closed);
+	assert_int_equal(cfg->proxy_port, 3128);
+	assert_int_equal(cfg->dns_port, 5353);
+	assert_int_equal(cfg->max_graphql_body, 65536);
+	assert_loc(&cfg->max_graphql_body_loc, "good/full.yaml", 22, 3);
+	assert_string_equal(cfg->audit_path, "/sandbox/logs/audit \"events\".jsonl");
+	config_free(cfg);
+}
+
+static void test_json_seed(void **state)
+{
+	static const char *const methods[] = {"GET", "HEAD", "OPTIONS", "POST"};
+	static const char *const allow[] = {"registry.npmjs.org", "*.pypi.org"};
+	struct config *cfg = load_ok(1, "good/sandbox.json");
+
+	assert_list(&cfg->allow_methods, methods, 4);
+	assert_loc(&cfg->allow_methods.loc, "good/sandbox.json", 5, 5);
+	assert_list(&cfg->allowlist, allow, 2);
+	assert_false(cfg->allow_graphql_queries);
+	assert_loc(&cfg->allow_graphql_queries_loc, "good/sandbox.json", 6, 5);
+	config_free(cfg);
+}
+
+static void test_wrapper_file(void **state)
+{
+	static const char *const allow[] = {"api.anthropic.com"};
+	static const char *const block[] = {"*.segment.io"};
+	struct config *cfg = load_ok(1, "good/opencode-sandbox.yaml");
+
+	assert_list(&cfg->allowlist, allow, 1);
+	assert_list(&cfg->blocklist, block, 1);
+	assert_string_equal(cfg->audit_path, "/sandbox/logs/audit-events.jsonl");
+	config_free(cfg);
+}
+
+static void test_merge_inherit(void **state)
+{
+	static const char *const block[] = {"*.segment.io", "tracker.example", "ads.example.net"};
+	static const char *const allow[] = {"api.anthropic.com", "registry.npmjs.org"};
+	static const char *const methods[] = {"OPTIONS"};
+	struct config *cfg = load_ok(2, "good/global.yaml", "good/project-inherit.yaml");
+
+	assert_int_equal(cfg->nfiles, 2);
+	assert_list(&cfg->blocklist, block, 3);
+	assert_ptr_equal(cfg->blocklist.items[0].loc.file, cfg->files[0]);
+	assert_loc(&cfg->blocklist.items[1].loc, "good/global.yaml", 6, 7);
+	assert_ptr_equal(cfg->blocklist.items[2].loc.file, cfg->files[1]);
+	assert_loc(&cfg->blocklist.items[2].loc, "good/project-inherit.yaml", 4, 15);
+	assert_list(&cfg->allowlist, allow, 2);
+	assert_int_equal(cfg->passthrough.n, 1);
+	assert_int_equal(cfg->blocklist_files.n, 1);
+	/* allowMethods is a setting: the later file replaces it. */
+	assert_list(&cfg->allow_methods, methods, 1);
+	assert_loc(&cfg->allow_methods.loc, "good/project-inherit.yaml", 7, 3);
+	/* Scalars: the later file wins where it sets them, else the earlier. */
+	assert_int_equal(cfg->mode, MODE_STRICT);
+	assert_loc(&cfg->mode_loc, "good/project-inherit.yaml", 3, 3);
+	assert_int_equal(cfg->proxy_port, 18081);
+	assert_loc(&cfg->proxy_port_loc, "good/global.yaml", 12, 3);
+	assert_int_equal(cfg->dns_port, 15353);
+	assert_null(cfg->dns_port_loc.file);
+	assert_string_equal(cfg->audit_path, "/var/log/global.jsonl");
+	config_free(cfg);
+}
+
+static void test_merge_replace(void **state)
+{
+	static const char *const block[] = {"*.segment.io", "tracker.example"};
+	static const char *const allow[] = {"registry.npmjs.org"};
+	static const char *const methods[] = {"GET", "HEAD"};
+	struct config *cfg = load_ok(2, "good/global.yaml", "good/project-replace.yaml");
+	char path[4096];
+
+	assert_false(cfg->inherit_global);
+	assert_loc(&cfg->inherit_global_loc, "good/project-replace.yaml", 3, 3);
+	assert_list(&cfg->allowlist, allow, 1);
+	assert_loc(&cfg->allowlist.items[0].loc, "good/project-replace.yaml", 5, 7);
+	snprintf(path, sizeof path, "%s/good/project.txt", CONFIG_DIR);
+	assert_int_equal(cfg->blocklist_files.n, 1);
+	assert_string_equal(cfg->blocklist_files.items[0].value, path);
+	/* Lists the project file leaves alone stay as the global file set them. */
+	assert_list(&cfg->blocklist, block, 2);
+	assert_int_equal(cfg->passthrough.n, 1);
+	assert_list(&cfg->allow_methods, methods, 2);
+	assert_int_equal(cfg->on_violation, VIOLATION_FLAG);
+	config_free(cfg);
+}
+
+/* inheritGlobal: false in the global file carries over to project files. */
+static void test_merge_inherited_flag(void **state)
+{
+	static const char *const allow[] = {"registry.npmjs.org"};
+	static const char *const allow2[] = {"api.anthropic.com", "registry.npmjs.org"};
+	struct config *cfg;
+
+	cfg = load_ok(2, "good/global-noinherit.yaml", "good/project-inherit.yaml");
+	assert_list(&cfg->allowlist, allow, 1);
+	assert_false(cfg->inherit_global);
+	config_free(cfg);
+
+	/* Reversed: a later file that says nothing inherits true. */
+	cfg = load_ok(2, "good/global.yaml", "good/project-inherit.yaml");
+	assert_list(&cfg->allowlist, allow2, 2);
+	config_free(cfg);
+}
+
+static void test_dump_roundtrip(void **state)
+{
+	struct config *a, *b;
+	struct buf out, out2, errs;
+	char tmp[] = "/tmp/test_config_XXXXXX";
+	char *files[1] = {tmp};
+	size_t i, j;
+	FILE *f;
+	int fd;
+
+	a = load_ok(3, "good/global.yaml", "good/full.yaml", "good/project-inherit.yaml");
+	buf_init(&out);
+	config_dump(a, &out);
+	assert_non_null(strstr(buf_cstr(&out), "  dnsPort: 5353  # good/full.yaml:21\n"));
+	assert_non_null(strstr(buf_cstr(&out), "  failClosed: false  # good/full.yaml:19\n"));
+	assert_non_null(strstr(buf_cstr(&out), "  mode: strict  # good/project-inherit.yaml:3\n"));
+	assert_non_null(
+	    strstr(buf_cstr(&out), "    - \"pinned.example.org\"  # good/full.yaml:12\n"));
+	assert_non_null(strstr(buf_cstr(&out), "\"/sandbox/logs/audit \\\"events\\\".jsonl\""));
+
+	assert_true((fd = mkstemp(tmp)) != -1);
+	assert_non_null(f = fdopen(fd, "w"));
+	assert_int_equal(fwrite(out.data, 1, out.len, f), out.len);
+	fclose(f);
+	buf_init(&errs);
+	b = config_load(files, 1, &errs);
+	unlink(tmp);
+	if (b == NULL)
+		fail_msg("dump does not load:\n%s\n%s", buf_cstr(&errs), buf_cstr(&out));
+	assert_int_equal(a->mode, b->mode);
+	assert_int_equal(a->inherit_global, b->inherit_global);
+	assert_int_equal(a->allow_graphql_queries, b->allow_graphql_queries);
+	assert_int_equal(a->on_violation, b->on_violation);
+	assert_int_equal(a->fail_closed, b->fail_closed);
+	assert_int_equal(a->proxy_port, b->proxy_port);
+	assert_int_equal(a->dns_port, b->dns_port);
+	assert_int_equal(a->max_graphql_body, b->max_graphql_body);
+	assert_string_equal(a->audit_path, b->audit_path);
+	{
+		const struct cfg_list *la[] = {&a->blocklist, &a->allowlist, &a->passthrough,
+		                               &a->blocklist_files, &a->allow_methods};
+		const struct cfg_list *lb[] = {&b->blocklist, &b->allowlist, &b->passthrough,
+		                               &b->blocklist_files, &b->allow_methods};
+		for (i = 0; i < EG_NELEM(la); i++) {
+			assert_int_equal(la[i]->n, lb[i]->n);
+			for (j = 0; j < la[i]->n; j++)
+				assert_string_equal(la[i]->items[j].value, lb[i]->items[j].value);
+		}
+	}
+	/* A second dump differs only in the sources. */
+	buf_init(&out2);
+	config_dump(b, &out2);
+	assert_non_null(strstr(buf_cstr(&out2), "  dnsPort: 5353  # /tmp/test_config_"));
+	config_free(a);
+	config_free(b);
+	buf_free(&out);
+	buf_free(&out2);
+	buf_free(&errs);
+}
+
+static void test_dump_builtin(void **state)
+{
+	struct config *a, *b;
+	struct buf out, errs;
+
+	a = load_ok(0);
+	buf_init(&out);
+	buf_init(&errs);
+	config_dump(a, &out);
+	assert_non_null(strstr(buf_cstr(&out), "  mode: practical  # builtin\n"));
+	assert_non_null(strstr(buf_cstr(&out), "audit: {}"));
+	b = config_load_mem("dump.yaml", out.data, out.len, &errs);
+	assert_non_null(b);
+	assert_int_equal(b->blocklist.n, a->blocklist.n);
+	assert_null(b->audit_path);
+	config_free(a);
+	config_free(b);
+	buf_free(&out);
+	buf_free(&errs);
+}
+
+static char *read_all(const char *path)
+{
+	struct buf b;
+	char chunk[4096];
+	size_t n;
+	FILE *f;
+
+	if ((f = fopen(path, "r")) == NULL)
+		fail_msg("cannot open %s", path);
+	buf_init(&b);
+	while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
+		buf_add(&b, chunk, n);
+	fclose(f);
+	return buf_release(&b);
+}
+
+/* Every bad/NAME.yaml fails to load with exactly the messages of NAME.err. */
+static void test_bad_files(void **state)
+{
+	struct dirent *de;
+	struct config *cfg;
+	struct buf errs;
+	char yaml[512], err[512], *want;
+	size_t n = 0, len;
+	DIR *d;
+
+	assert_int_equal(chdir(CONFIG_DIR), 0);
+	assert_non_null(d = opendir("bad"));
+	while ((de = readdir(d)) != NULL) {
+		len = strlen(de->d_name);
+		if (len < 6 || strcmp(de->d_name + len - 5, ".yaml") != 0)
+			continue;
+		snprintf(yaml, sizeof yaml, "bad/%s", de->d_name);
+		snprintf(err, sizeof err, "bad/%.*s.err", (int)(len - 5), de->d_name);
+		want = read_all(err);
+		buf_init(&errs);
+		{
+			char *files[1] = {yaml};
+			cfg = config_load(files, 1, &errs);
+		}
+		if (cfg != NULL)
+			fail_msg("%s: loaded without errors", yaml);
+		if (strcmp(buf_cstr(&errs), want) != 0)
+			fail_msg("%s: got\n%swant\n%s", yaml, buf_cstr(&errs), want);
+		free(want);
+		buf_free(&errs);
+		n++;
+	}
+	closedir(d);
+	assert_true(n >= 30);
+}
+
+static void test_cannot_read(void **state)
+{
+	char *files[3] = {"good/empty.yaml", "good/missing.yaml", "good"};
+	struct config *cfg;
+	struct buf errs;
+
+	assert_int_equal(chdir(CONFIG_DIR), 0);
+	buf_init(&errs);
+	cfg = config_load(files, 3, &errs);
+	assert_null(cfg);
+	assert_string_equal(buf_cstr(&errs),
+	                    "good/missing.yaml: cannot read: No such file or directory\n"
+	                    "good: cannot read: Is a directory\n");
+	buf_free(&errs);
+}
+
+/* Errors of several files come out file by file, each in line order. */
+static void test_errors_across_files(void **state)
+{
+	char *files[2] = {"bad/port-zero.yaml", "bad/bad-enum.yaml"};
+	struct config *cfg;
+	struct buf errs;
+
+	assert_int_equal(chdir(CONFIG_DIR), 0);
+	buf_init(&errs);
+	cfg = config_load(files, 2, &errs);
+	assert_null(cfg);
+	assert_string_equal(
+	    buf_cstr(&errs),
+	    "bad/port-zero.yaml:2:14: proxyPort: 0 is out of range (1..65535)\n"
+	    "bad/bad-enum.yaml:2:9: mode: expected practical, strict or off, got \"Strict\"\n"
+	    "bad/bad-enum.yaml:3:16: onViolation: expected block or flag, got \"warn\"\n");
+	buf_free(&errs);
+}
+
+static void test_mem_cases(void **state)
+{
+	static const struct {
+		const char *text;
+		const char *err; /* NULL: loads */
+	} cases[] = {
+	    {"", NULL},
+	    {"---\n", NULL},
+	    {"~\n", NULL},
+	    {"network:\n", NULL},
+	    {"network: {mode: off}\n", NULL},
+	    {"network: {mode: \"off\"}\n", NULL},
+	    {"42\n", "m.yaml:1:1: the top level must be a mapping of sections (network:, "
+	             "audit:, ...), not a scalar\n"},
+	    {"network: {proxyPort: -1}\n",
+	     "m.yaml:1:22: proxyPort: -1 is out of range (1..65535)\n"},
+	    {"network: {proxyPort: 99999999999999999999999}\n",
+	     "m.yaml:1:22: proxyPort: 99999999999999999999999 is out of range "
+	     "(1..65535)\n"},
+	    {"network: {failClosed: True}\n",
+	     "m.yaml:1:23: failClosed: expected true or false, got \"True\"\n"},
+	    {"network: {mode: !!str strict}\n", NULL},
+	    {"audit: {path: \"\\0x\"}\n", "m.yaml:1:15: path \"\\x00x\": contains a NUL byte\n"},
+	    {"network: {blocklist: [\"\\u0085x.example\"]}\n",
+	     "m.yaml:1:23: blocklist entry \"\\xc2\\x85x.example\": contains a control "
+	     "character\n"},
+	    {"audit: {path: \"/tmp/a\\u2028b\"}\n",
+	     "m.yaml:1:15: path \"/tmp/a\\xe2\\x80\\xa8b\": contains a line separator\n"},
+	    {"\"\\xff\": 1\n", "m.yaml:1:1: unknown top-level key \"\\xc3\\xbf\"\n"},
+	    {"a: [\n", "m.yaml:2:1: syntax error: did not find expected node content "
+	               "(while parsing a flow node at 2:1)\n"},
+	};
+	struct config *cfg;
+	struct buf errs;
+	size_t i;
+
+	for (i = 0; i < EG_NELEM(cases); i++) {
+		buf_init(&errs);
+		cfg = config_load_mem("m.yaml", cases[i].text, strlen(cases[i].text), &errs);
+		if (cases[i].err == NULL) {
+			if (cfg == NULL)
+				fail_msg("case %zu: %s", i, buf_cstr(&errs));
+			assert_int_equal(errs.len, 0);
+		} else {
+			assert_null(cfg);
+			if (strcmp(buf_cstr(&errs), cases[i].err) != 0)
+				fail_msg("case %zu: got\n%swant\n%s", i, buf_cstr(&errs),
+				         cases[i].err);
+		}
+		config_free(cfg);
+		buf_free(&errs);
+	}
+}
+
+static void test_limits(void **state)
+{
+	struct config *cfg;
+	struct buf text, errs;
+	size_t i;
+
+	/* File size. */
+	buf_init(&text);
+	buf_init(&errs);
+	buf_adds(&text, "network:\n  blocklist:\n");
+	while (text.len <= CONFIG_MAX_FILE_SIZE)
+		buf_adds(&text, "    - a.example\n");
+	cfg = config_load_mem("big.yaml", text.data, text.len, &errs);
+	assert_null(cfg);
+	assert_string_equal(buf_cstr(&errs), "big.yaml: larger than 4194304 bytes: put long "
+	                                     "host lists in blocklistFiles\n");
+
+	/* Node count. */
+	buf_reset(&text);
+	buf_reset(&errs);
+	buf_adds(&text, "state: [");
+	for (i = 0; i < CONFIG_MAX_NODES; i++)
+		buf_adds(&text, "1,");
+	buf_adds(&text, "1]\n");
+	cfg = config_load_mem("many.yaml", text.data, text.len, &errs);
+	assert_null(cfg);
+	assert_non_null(strstr(buf_cstr(&errs), ": more than 100000 nodes"));
+
+	/* Error count: the first CONFIG_MAX_ERRORS are shown, the rest counted. */
+	buf_reset(&text);
+	buf_reset(&errs);
+	for (i = 0; i < CONFIG_MAX_ERRORS + 5; i++)
+		buf_printf(&text, "k%zu: 1\n", i);
+	cfg = config_load_mem("errs.yaml", text.data, text.len, &errs);
+	assert_null(cfg);
+	assert_non_null(strstr(buf_cstr(&errs), "errs.yaml:100:1: unknown top-level key \"k99\"\n"
+	                                        "errs.yaml: 5 more errors not shown\n"));
+	buf_free(&text);
+	buf_free(&errs);
+}
+
+static void test_mode_name(void **state)
+{
+	assert_string_equal(config_mode_name(MODE_PRACTICAL), "practical");
+	assert_string_equal(config_mode_name(MODE_STRICT), "strict");
+	assert_string_equal(config_mode_name(MODE_OFF), "off");
+	config_free(NULL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_builtin_default),
+	    cmocka_unit_test(test_builtin_matches_code),
+	    cmocka_unit_test(test_defaults_under_file),
+	    cmocka_unit_test(test_every_key),
+	    cmocka_unit_test(test_json_seed),
+	    cmocka_unit_test(test_wrapper_file),
+	    cmocka_unit_test(test_merge_inherit),
+	    cmocka_unit_test(test_merge_replace),
+	    cmocka_unit_test(test_merge_inherited_flag),
+	    cmocka_unit_test(test_dump_roundtrip),
+	    cmocka_unit_test(test_dump_builtin),
+	    cmocka_unit_test(test_bad_files),
+	    cmocka_unit_test(test_cannot_read),
+	    cmocka_unit_test(test_errors_across_files),
+	    cmocka_unit_test(test_mem_cases),
+	    cmocka_unit_test(test_limits),
+	    cmocka_unit_test(test_mode_name),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,233 @@
+/*
+ * Unit tests for policy/url.c: every case of tests/data/url.tsv (the host,
+ * port, path and query a URL really reaches, or why it is refused), plus
+ * the freeing rules of struct url.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "policy.h"
+
+#define URL_TSV TEST_DATA_DIR "/url.tsv"
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* Decodes \\ \t \n \r \xHH in place; returns the decoded length. */
+static size_t unescape(char *s)
+{
+	char *r = s, *w = s;
+
+	while (*r != '\0') {
+		if (r[0] != '\\' || r[1] == '\0') {
+			*w++ = *r++;
+			continue;
+		}
+		switch (r[1]) {
+		case 't':
+			*w++ = '\t';
+			break;
+		case 'n':
+			*w++ = '\n';
+			break;
+		case 'r':
+			*w++ = '\r';
+			break;
+		case 'x':
+			assert_true(hexval(r[2]) != -1 && hexval(r[3]) != -1);
+			*w++ = (char)(hexval(r[2]) << 4 | hexval(r[3]));
+			r += 2;
+			break;
+		default:
+			*w++ = r[1];
+			break;
+		}
+		r += 2;
+	}
+	*w = '\0';
+	return (size_t)(w - s);
+}
+
+/* Splits a line on tabs, keeping empty fields; returns the field count. */
+static int split(char *line, char **f, int max)
+{
+	int n = 0;
+	char *p;
+
+	line[strcspn(line, "\r\n")] = '\0';
+	while (line != NULL && n < max) {
+		p = strsep(&line, "\t");
+		f[n++] = p;
+	}
+	return line == NULL ? n : -1;
+}
+
+/* Checks one case; returns 0 when it holds, -1 after printing why not. */
+static int check_case(unsigned lineno, char **f, int nf)
+{
+	const char *error, *scheme, *query;
+	struct url u;
+	char input[1024];
+	int ok = 1;
+
+	snprintf(input, sizeof input, "%s", f[0]);
+	unescape(input);
+	error = url_parse(input, &u);
+	if (strcmp(f[1], "error") == 0) {
+		if (nf != 3 || error == NULL || strcmp(error, f[2]) != 0) {
+			fprintf(stderr, "url.tsv:%u: %s: got %s, want error %s\n", lineno, f[0],
+			        error != NULL ? error : "success", f[2]);
+			ok = 0;
+		}
+		if (u.path != NULL || u.query != NULL)
+			ok = 0;
+		url_free(&u);
+		return ok ? 0 : -1;
+	}
+	if (nf != 7 || error != NULL) {
+		fprintf(stderr, "url.tsv:%u: %s: %s\n", lineno, f[0], nf != 7 ? "bad case" : error);
+		url_free(&u);
+		return -1;
+	}
+	scheme = strcmp(f[2], "-") == 0 ? "" : f[2];
+	query = strcmp(f[6], "-") == 0 ? NULL : f[6];
+	if (query != NULL)
+		unescape(f[6]);
+	if (strcmp(u.scheme, scheme) != 0 || strcmp(u.host.name, f[3]) != 0 ||
+	    u.host.kind != (strcmp(f[1], "addr") == 0 ? HOST_ADDR : HOST_NAME) ||
+	    u.port != atoi(f[4]) || u.path == NULL || strcmp(u.path, f[5]) != 0 ||
+	    (query == NULL) != (u.query == NULL) ||
+	    (query != NULL && strcmp(query, u.query) != 0)) {
+		fprintf(stderr, "url.tsv:%u: %s: got %s %s %s %u %s %s\n", lineno, f[0],
+		        u.host.kind == HOST_ADDR ? "addr" : "name", u.scheme, u.host.name, u.port,
+		        u.path != NULL ? u.path : "(null)", u.query != NULL ? u.query : "-");
+		ok = 0;
+	}
+	url_free(&u);
+	return ok ? 0 : -1;
+}
+
+static void test_url_table(void **state)
+{
+	char line[2048], *f[8];
+	unsigned lineno = 0, cases = 0, failed = 0;
+	FILE *fp;
+	int nf;
+
+	fp = fopen(URL_TSV, "r");
+	assert_non_null(fp);
+	while (fgets(line, sizeof line, fp) != NULL) {
+		lineno++;
+		if (line[0] == '#' || line[0] == '\n')
+			continue;
+		nf = split(line, f, 8);
+		assert_true(nf >= 3);
+		cases++;
+		if (check_case(lineno, f, nf) == -1)
+			failed++;
+	}
+	fclose(fp);
+	assert_int_equal(failed, 0);
+	assert_true(cases >= 50);
+}
+
+static void test_url_port_explicit(void **state)
+{
+	struct url u;
+
+	assert_null(url_parse("https://example.com:443/", &u));
+	assert_int_equal(u.port, 443);
+	assert_int_equal(u.port_explicit, 1);
+	url_free(&u);
+	assert_null(url_parse("https://example.com/", &u));
+	assert_int_equal(u.port, 443);
+	assert_int_equal(u.port_explicit, 0);
+	url_free(&u);
+	assert_null(url_parse("example.com", &u));
+	assert_int_equal(u.port, 0);
+	assert_int_equal(u.port_explicit, 0);
+	url_free(&u);
+}
+
+/* Addresses keep their value, so the policy can check them as addresses. */
+static void test_url_addr_value(void **state)
+{
+	struct url u;
+
+	assert_null(url_parse("http://0x7f.1/", &u));
+	assert_int_equal(u.host.kind, HOST_ADDR);
+	assert_int_equal(u.host.addr.af, AF_INET);
+	assert_memory_equal(u.host.addr.a, "\x7f\0\0\1", 4);
+	assert_string_equal(addr_special(&u.host.addr), "loopback");
+	url_free(&u);
+	assert_null(url_parse("http://[::ffff:169.254.169.254]/latest", &u));
+	assert_int_equal(u.host.addr.af, AF_INET6);
+	assert_true(addr_is_metadata(&u.host.addr));
+	url_free(&u);
+}
+
+/* url_free is safe on a zeroed, a failed and an already freed struct. */
+static void test_url_free(void **state)
+{
+	struct url u;
+
+	memset(&u, 0, sizeof u);
+	url_free(&u);
+	assert_non_null(url_parse("ftp://x/", &u));
+	assert_null(u.path);
+	url_free(&u);
+	assert_null(url_parse("http://x/?q", &u));
+	url_free(&u);
+	assert_null(u.path);
+	assert_null(u.query);
+	url_free(&u);
+}
+
+/* Long and hostile input: bounded errors, never a crash. */
+static void test_url_long(void **state)
+{
+	struct url u;
+	size_t n = 100000;
+	char *s;
+
+	s = xmalloc(n + 16);
+	memcpy(s, "http://", 7);
+	memset(s + 7, 'a', n);
+	s[n + 7] = '\0';
+	assert_string_equal(url_parse(s, &u), "host too long");
+	memset(s + 7, '@', n);
+	assert_string_equal(url_parse(s, &u), "empty host");
+	memcpy(s + 7, "x.com/", 6);
+	memset(s + 13, '\\', n - 6);
+	assert_null(url_parse(s, &u));
+	assert_string_equal(u.host.name, "x.com");
+	assert_int_equal(strspn(u.path, "/"), n - 5);
+	url_free(&u);
+	free(s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_url_table),      cmocka_unit_test(test_url_port_explicit),
+	    cmocka_unit_test(test_url_addr_value), cmocka_unit_test(test_url_free),
+	    cmocka_unit_test(test_url_long),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -70,9 +70,12 @@ xasprintf(const char *fmt, ...)
 	va_list ap;
 	char *p;
 
+	int n;
+
 	va_start(ap, fmt);
-	if (vasprintf(&p, fmt, ap) == -1)
-		fatal("vasprintf");
+	n = vasprintf(&p, fmt, ap);
 	va_end(ap);
+	if (n == -1)
+		fatal("vasprintf");
 	return p;
 }

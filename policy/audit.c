@@ -52,7 +52,8 @@ struct audit_tail {
 
 static void audit_err(char *, size_t, const char *, ...) EG_PRINTF(3, 4);
 
-static void audit_err(char *errbuf, size_t errlen, const char *fmt, ...)
+static void
+audit_err(char *errbuf, size_t errlen, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -63,7 +64,8 @@ static void audit_err(char *errbuf, size_t errlen, const char *fmt, ...)
 	va_end(ap);
 }
 
-void audit_event_init(struct audit_event *ev)
+void
+audit_event_init(struct audit_event *ev)
 {
 	*ev = (struct audit_event){
 	    .port = -1,
@@ -74,20 +76,23 @@ void audit_event_init(struct audit_event *ev)
 	};
 }
 
-static void audit_hash_begin(struct audit *a)
+static void
+audit_hash_begin(struct audit *a)
 {
 	if (EVP_DigestInit_ex(a->ctx, a->md, NULL) != 1)
 		fatalx("audit: SHA-256 init failed");
 }
 
-static void audit_hash_update(struct audit *a, const void *p, size_t len)
+static void
+audit_hash_update(struct audit *a, const void *p, size_t len)
 {
 	if (EVP_DigestUpdate(a->ctx, p, len) != 1)
 		fatalx("audit: SHA-256 update failed");
 }
 
 /* Finish the digest into a->prev as lowercase hex. */
-static void audit_hash_end(struct audit *a)
+static void
+audit_hash_end(struct audit *a)
 {
 	static const char hex[] = "0123456789abcdef";
 	unsigned char md[EVP_MAX_MD_SIZE];
@@ -103,7 +108,8 @@ static void audit_hash_end(struct audit *a)
 }
 
 /* Read exactly n bytes at off; -1 with errno 0 when the file is shorter. */
-static int audit_pread(int fd, char *p, size_t n, off_t off)
+static int
+audit_pread(int fd, char *p, size_t n, off_t off)
 {
 	ssize_t r;
 
@@ -124,7 +130,8 @@ static int audit_pread(int fd, char *p, size_t n, off_t off)
 	return 0;
 }
 
-static void audit_err_read(char *errbuf, size_t errlen, const char *name)
+static void
+audit_err_read(char *errbuf, size_t errlen, const char *name)
 {
 	audit_err(errbuf, errlen, "cannot read %s: %s", name,
 	          errno != 0 ? strerror(errno) : "file shrank while being read");
@@ -136,8 +143,9 @@ static void audit_err_read(char *errbuf, size_t errlen, const char *name)
  * written by audit_write (values are capped), so the file is refused rather
  * than scanned without end.
  */
-static int audit_tail_find(int rfd, char *blk, struct audit_tail *t, const char *name, char *errbuf,
-                           size_t errlen)
+static int
+audit_tail_find(int rfd, char *blk, struct audit_tail *t, const char *name, char *errbuf,
+                size_t errlen)
 {
 	struct stat st;
 	char last;
@@ -188,8 +196,9 @@ found:
 }
 
 /* Hash the bytes of the last line into a->prev. */
-static int audit_tail_hash(struct audit *a, int rfd, char *blk, const struct audit_tail *t,
-                           const char *name, char *errbuf, size_t errlen)
+static int
+audit_tail_hash(struct audit *a, int rfd, char *blk, const struct audit_tail *t, const char *name,
+                char *errbuf, size_t errlen)
 {
 	off_t pos;
 	size_t n;
@@ -216,7 +225,8 @@ static int audit_tail_hash(struct audit *a, int rfd, char *blk, const struct aud
  * newline and chains from the partial bytes, so a verifier reports exactly
  * that line as not JSON and the chain stays whole.
  */
-static int audit_resume(struct audit *a, int rfd, const char *name, char *errbuf, size_t errlen)
+static int
+audit_resume(struct audit *a, int rfd, const char *name, char *errbuf, size_t errlen)
 {
 	struct timespec wait = {0, AUDIT_TAIL_WAIT_MS * 1000000L};
 	struct audit_tail t;
@@ -257,7 +267,8 @@ out:
  * reading, else the same file opened again through /proc (a descriptor
  * inherited as "egressd >>log" is write-only). Returns -1 if there is none.
  */
-static int audit_reader(int fd, const struct stat *st)
+static int
+audit_reader(int fd, const struct stat *st)
 {
 	struct stat st2;
 	char path[64];
@@ -277,7 +288,8 @@ static int audit_reader(int fd, const struct stat *st)
 	return rfd;
 }
 
-static struct audit *audit_new(int fd, int flags, char *errbuf, size_t errlen)
+static struct audit *
+audit_new(int fd, int flags, char *errbuf, size_t errlen)
 {
 	struct audit *a;
 
@@ -298,7 +310,8 @@ static struct audit *audit_new(int fd, int flags, char *errbuf, size_t errlen)
 }
 
 /* Release a writer whose setup failed, leaving its descriptor alone. */
-static void audit_discard(struct audit *a)
+static void
+audit_discard(struct audit *a)
 {
 	EVP_MD_CTX_free(a->ctx);
 	EVP_MD_free(a->md);
@@ -306,7 +319,8 @@ static void audit_discard(struct audit *a)
 	free(a);
 }
 
-static void audit_warn_mode(const char *name, const struct stat *st)
+static void
+audit_warn_mode(const char *name, const struct stat *st)
 {
 	if (st->st_mode & (S_IRWXG | S_IRWXO))
 		log_warnx("audit: %s is open to group or others (mode %04o); the audit log "
@@ -321,7 +335,8 @@ static void audit_warn_mode(const char *name, const struct stat *st)
  * others. It is opened read-write (O_APPEND) so the chain can continue from
  * its last line.
  */
-struct audit *audit_open(const char *path, char *errbuf, size_t errlen)
+struct audit *
+audit_open(const char *path, char *errbuf, size_t errlen)
 {
 	struct audit *a;
 	struct stat st;
@@ -369,7 +384,8 @@ fail:
  * open. A regular file gets O_APPEND and its chain is continued; a pipe,
  * terminal or socket starts from zeros.
  */
-struct audit *audit_open_fd(int fd, char *errbuf, size_t errlen)
+struct audit *
+audit_open_fd(int fd, char *errbuf, size_t errlen)
 {
 	struct audit *a;
 	struct stat st;
@@ -419,7 +435,8 @@ struct audit *audit_open_fd(int fd, char *errbuf, size_t errlen)
  * before a UTF-8 continuation byte) so every line stays far below what
  * audit_open accepts as a last line.
  */
-static void audit_add_str(struct buf *b, const char *key, const char *s, size_t len, int *truncated)
+static void
+audit_add_str(struct buf *b, const char *key, const char *s, size_t len, int *truncated)
 {
 	if (len > AUDIT_FIELD_MAX) {
 		len = AUDIT_FIELD_MAX;
@@ -431,19 +448,22 @@ static void audit_add_str(struct buf *b, const char *key, const char *s, size_t 
 	json_escape(b, s, len);
 }
 
-static void audit_add_cstr(struct buf *b, const char *key, const char *s, int *truncated)
+static void
+audit_add_cstr(struct buf *b, const char *key, const char *s, int *truncated)
 {
 	if (s != NULL)
 		audit_add_str(b, key, s, strnlen(s, AUDIT_FIELD_MAX + 1), truncated);
 }
 
-static void audit_add_num(struct buf *b, const char *key, int64_t v)
+static void
+audit_add_num(struct buf *b, const char *key, int64_t v)
 {
 	if (v >= 0)
 		buf_printf(b, ",\"%s\":%" PRId64, key, v);
 }
 
-static void audit_add_graphql(struct buf *b, const struct gql_result *g)
+static void
+audit_add_graphql(struct buf *b, const struct gql_result *g)
 {
 	size_t len;
 
@@ -460,7 +480,8 @@ static void audit_add_graphql(struct buf *b, const struct gql_result *g)
 }
 
 /* Build the JSON object of one event into a->line, without a newline. */
-static void audit_build(struct audit *a, const struct audit_event *ev)
+static void
+audit_build(struct audit *a, const struct audit_event *ev)
 {
 	struct buf *b = &a->line;
 	struct timespec now;
@@ -504,7 +525,8 @@ static void audit_build(struct audit *a, const struct audit_event *ev)
  * the torn bytes stay, the next line starts after a newline and chains from
  * them. seq counts attempts, so a line that failed leaves a gap.
  */
-int audit_write(struct audit *a, const struct audit_event *ev)
+int
+audit_write(struct audit *a, const struct audit_event *ev)
 {
 	struct buf *b = &a->line;
 	size_t start, end;
@@ -550,7 +572,8 @@ int audit_write(struct audit *a, const struct audit_event *ev)
 }
 
 /* Flush a regular file to disk and release the writer. */
-void audit_close(struct audit *a)
+void
+audit_close(struct audit *a)
 {
 	if (a == NULL)
 		return;

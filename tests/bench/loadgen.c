@@ -32,14 +32,14 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 
-#define LG_HEAD_MAX	(64 * 1024) /* a response head past this is a parse error */
-#define LG_CHUNK_LINE	1024	     /* longest chunk-size line accepted */
-#define LG_URL_MAX	2048
-#define LG_RETRY_MS	10 /* pause after a failed request so a dead target is not hammered */
-#define LG_SUB_BITS	6
-#define LG_SUB		(1 << LG_SUB_BITS)
-#define LG_MAG_MAX	40 /* 2^40 ns, about 18 minutes: longer latencies share the last bucket */
-#define LG_BUCKETS	(LG_SUB + (LG_MAG_MAX - LG_SUB_BITS + 1) * LG_SUB)
+#define LG_HEAD_MAX   (64 * 1024) /* a response head past this is a parse error */
+#define LG_CHUNK_LINE 1024        /* longest chunk-size line accepted */
+#define LG_URL_MAX    2048
+#define LG_RETRY_MS   10 /* pause after a failed request so a dead target is not hammered */
+#define LG_SUB_BITS   6
+#define LG_SUB        (1 << LG_SUB_BITS)
+#define LG_MAG_MAX    40 /* 2^40 ns, about 18 minutes: longer latencies share the last bucket */
+#define LG_BUCKETS    (LG_SUB + (LG_MAG_MAX - LG_SUB_BITS + 1) * LG_SUB)
 
 enum lg_mode { LG_KEEPALIVE, LG_CLOSE, LG_IDLE };
 
@@ -55,69 +55,68 @@ enum lg_state {
 };
 
 enum lg_err { LG_E_CONNECT, LG_E_STATUS, LG_E_TIMEOUT, LG_E_PARSE, LG_E_CLOSED, LG_E_MAX };
-static const char *const lg_err_names[LG_E_MAX] = {
-	"connect", "status", "timeout", "parse", "closed"
-};
+static const char *const lg_err_names[LG_E_MAX] = {"connect", "status", "timeout", "parse",
+                                                   "closed"};
 
 /* Log-linear histogram: exact below 64 ns, then 64 sub-buckets per power of two (<1.6% error). */
 struct lg_hist {
-	uint64_t	 counts[LG_BUCKETS];
-	uint64_t	 total;
-	uint64_t	 max;
+	uint64_t counts[LG_BUCKETS];
+	uint64_t total;
+	uint64_t max;
 };
 
 struct lg_conn {
-	struct loadgen		*lg;
-	struct bufferevent	*bev;
-	struct event		*retry;
-	enum lg_state		 state;
-	uint64_t		 start_ns;
-	uint64_t		 left;	     /* body or chunk bytes still to come */
-	size_t			 head_bytes; /* trailer bytes seen, bounded like a head */
-	int			 status;
-	int			 reusable;
-	int			 connected;
-	int			 in_flight;
-	int			 got_bytes; /* some of the current response has arrived */
-	int			 resent;    /* the current request was already resent once */
-	uint64_t		 served;    /* responses read on this TCP connection */
+	struct loadgen *lg;
+	struct bufferevent *bev;
+	struct event *retry;
+	enum lg_state state;
+	uint64_t start_ns;
+	uint64_t left;     /* body or chunk bytes still to come */
+	size_t head_bytes; /* trailer bytes seen, bounded like a head */
+	int status;
+	int reusable;
+	int connected;
+	int in_flight;
+	int got_bytes;   /* some of the current response has arrived */
+	int resent;      /* the current request was already resent once */
+	uint64_t served; /* responses read on this TCP connection */
 };
 
 struct loadgen {
-	struct event_base	*base;
-	struct event		*stop_ev;
-	struct event		*sigint_ev;
-	struct event		*sigterm_ev;
-	struct sockaddr_in	 dst; /* where TCP goes: the proxy, or the origin */
-	char			*request;
-	size_t			 request_len;
-	const char		*name;
-	enum lg_mode		 mode;
-	int			 nconns;
-	double			 duration;
-	double			 timeout;
-	uint64_t		 max_requests; /* 0: no cap */
-	uint64_t		 issued;
-	uint64_t		 finished;
-	uint64_t		 completed;
-	uint64_t		 errors[LG_E_MAX];
-	uint64_t		 connects;
-	uint64_t		 resends;
-	int			 held;	      /* idle mode: connections parked after one request */
-	int			 not_kept;    /* idle mode: the peer would not keep the connection */
-	int			 held_closed; /* idle mode: parked connections the peer closed */
-	int			 ready; /* idle mode: READY line printed */
-	int			 stopping;
-	uint64_t		 t_start;
-	uint64_t		 t_end;
-	struct lg_hist		 hist;
-	struct lg_conn		*conns;
+	struct event_base *base;
+	struct event *stop_ev;
+	struct event *sigint_ev;
+	struct event *sigterm_ev;
+	struct sockaddr_in dst; /* where TCP goes: the proxy, or the origin */
+	char *request;
+	size_t request_len;
+	const char *name;
+	enum lg_mode mode;
+	int nconns;
+	double duration;
+	double timeout;
+	uint64_t max_requests; /* 0: no cap */
+	uint64_t issued;
+	uint64_t finished;
+	uint64_t completed;
+	uint64_t errors[LG_E_MAX];
+	uint64_t connects;
+	uint64_t resends;
+	int held;        /* idle mode: connections parked after one request */
+	int not_kept;    /* idle mode: the peer would not keep the connection */
+	int held_closed; /* idle mode: parked connections the peer closed */
+	int ready;       /* idle mode: READY line printed */
+	int stopping;
+	uint64_t t_start;
+	uint64_t t_end;
+	struct lg_hist hist;
+	struct lg_conn *conns;
 };
 
-static void	lg_conn_start(struct lg_conn *);
-static int	lg_conn_open(struct lg_conn *);
-static void	lg_read_cb(struct bufferevent *, void *);
-static void	lg_event_cb(struct bufferevent *, short, void *);
+static void lg_conn_start(struct lg_conn *);
+static int lg_conn_open(struct lg_conn *);
+static void lg_read_cb(struct bufferevent *, void *);
+static void lg_event_cb(struct bufferevent *, short, void *);
 
 static void
 lg_die(const char *msg)
@@ -155,8 +154,7 @@ lg_hist_index(uint64_t v)
 	mag = 63 - __builtin_clzll(v);
 	if (mag > LG_MAG_MAX)
 		return LG_BUCKETS - 1;
-	return LG_SUB + (mag - LG_SUB_BITS) * LG_SUB +
-	    (int)((v >> (mag - LG_SUB_BITS)) - LG_SUB);
+	return LG_SUB + (mag - LG_SUB_BITS) * LG_SUB + (int)((v >> (mag - LG_SUB_BITS)) - LG_SUB);
 }
 
 static void
@@ -237,11 +235,12 @@ lg_conn_drop(struct lg_conn *c)
 static void
 lg_idle_check(struct loadgen *lg)
 {
-	if (lg->ready || lg->held + lg->not_kept + (int)lg_errors(lg) < lg->nconns)
+	if (lg->ready ||
+	    lg->held + lg->held_closed + lg->not_kept + (int)lg_errors(lg) < lg->nconns)
 		return;
 	lg->ready = 1;
-	printf("READY held=%d not_kept=%d errors=%" PRIu64 "\n", lg->held, lg->not_kept,
-	    lg_errors(lg));
+	printf("READY held=%d held_closed=%d not_kept=%d errors=%" PRIu64 "\n", lg->held,
+	       lg->held_closed, lg->not_kept, lg_errors(lg));
 	fflush(stdout);
 }
 
@@ -250,7 +249,7 @@ static void
 lg_conn_done(struct lg_conn *c, int err)
 {
 	struct loadgen *lg = c->lg;
-	struct timeval tv = { 0, LG_RETRY_MS * 1000 };
+	struct timeval tv = {0, LG_RETRY_MS * 1000};
 	int keep;
 
 	c->in_flight = 0;
@@ -336,8 +335,7 @@ lg_list_has(const char *v, const char *end, const char *tok, int last_only)
 
 /* Sets the framing flags from one header line (not NUL-terminated). -1 if malformed. */
 static int
-lg_parse_header(struct lg_conn *c, const char *line, size_t len, int *keep10, int *te,
-    int64_t *cl)
+lg_parse_header(struct lg_conn *c, const char *line, size_t len, int *keep10, int *te, int64_t *cl)
 {
 	const char *colon, *v, *end = line + len;
 	size_t nlen;
@@ -389,8 +387,8 @@ lg_parse_head(struct lg_conn *c, const char *p, size_t hlen)
 	if (hlen < 14 || strncmp(p, "HTTP/1.", 7) != 0 || (p[7] != '0' && p[7] != '1') ||
 	    p[8] != ' ')
 		return -1;
-	if (p[9] < '1' || p[9] > '5' || p[10] < '0' || p[10] > '9' || p[11] < '0' ||
-	    p[11] > '9' || (p[12] != ' ' && p[12] != '\r'))
+	if (p[9] < '1' || p[9] > '5' || p[10] < '0' || p[10] > '9' || p[11] < '0' || p[11] > '9' ||
+	    (p[12] != ' ' && p[12] != '\r'))
 		return -1;
 	http10 = p[7] == '0';
 	c->status = (p[9] - '0') * 100 + (p[10] - '0') * 10 + (p[11] - '0');
@@ -606,8 +604,7 @@ lg_event_cb(struct bufferevent *bev, short what, void *arg)
 	if ((what & BEV_EVENT_EOF) && c->state == LG_UNTIL_EOF) {
 		lg_conn_drop(c);
 		lg_conn_response(c);
-	} else if (!(what & BEV_EVENT_TIMEOUT) && c->served > 0 && !c->got_bytes &&
-	    !c->resent) {
+	} else if (!(what & BEV_EVENT_TIMEOUT) && c->served > 0 && !c->got_bytes && !c->resent) {
 		/*
 		 * A reused connection the server closed before answering: what
 		 * any HTTP client does is send the request again on a new
@@ -645,8 +642,7 @@ lg_conn_open(struct lg_conn *c)
 	tv.tv_usec = (suseconds_t)((lg->timeout - (double)tv.tv_sec) * 1e6);
 	bufferevent_set_timeouts(c->bev, &tv, &tv);
 	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
-	if (bufferevent_socket_connect(c->bev, (struct sockaddr *)&lg->dst, sizeof lg->dst) ==
-	    -1) {
+	if (bufferevent_socket_connect(c->bev, (struct sockaddr *)&lg->dst, sizeof lg->dst) == -1) {
 		lg_conn_done(c, LG_E_CONNECT);
 		return -1;
 	}
@@ -747,21 +743,22 @@ static void
 lg_usage(void)
 {
 	fprintf(stderr,
-	    "usage: loadgen --url http://127.0.0.1:PORT/PATH [--proxy 127.0.0.1:PORT]\n"
-	    "               [--connections N] [--duration SECS] [--requests MAX]\n"
-	    "               [--mode keepalive|close|idle] [--timeout SECS] [--name NAME]\n");
+	        "usage: loadgen --url http://127.0.0.1:PORT/PATH [--proxy 127.0.0.1:PORT]\n"
+	        "               [--connections N] [--duration SECS] [--requests MAX]\n"
+	        "               [--mode keepalive|close|idle] [--timeout SECS] [--name NAME]\n");
 	exit(2);
 }
 
 /* Builds the one request every connection sends: origin-form, or absolute-form via a proxy. */
 static void
 lg_build_request(struct loadgen *lg, const char *url, const char *auth, const char *path,
-    int via_proxy)
+                 int via_proxy)
 {
 	int n;
 
 	n = asprintf(&lg->request, "GET %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: loadgen\r\n%s\r\n",
-	    via_proxy ? url : path, auth, lg->mode == LG_CLOSE ? "Connection: close\r\n" : "");
+	             via_proxy ? url : path, auth,
+	             lg->mode == LG_CLOSE ? "Connection: close\r\n" : "");
 	if (n < 0)
 		lg_die("out of memory");
 	lg->request_len = (size_t)n;
@@ -771,15 +768,15 @@ static void
 lg_parse_args(struct loadgen *lg, int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "url", required_argument, NULL, 'u' },
-		{ "proxy", required_argument, NULL, 'p' },
-		{ "connections", required_argument, NULL, 'c' },
-		{ "duration", required_argument, NULL, 'd' },
-		{ "requests", required_argument, NULL, 'n' },
-		{ "mode", required_argument, NULL, 'm' },
-		{ "timeout", required_argument, NULL, 't' },
-		{ "name", required_argument, NULL, 'N' },
-		{ NULL, 0, NULL, 0 },
+	    {"url", required_argument, NULL, 'u'},
+	    {"proxy", required_argument, NULL, 'p'},
+	    {"connections", required_argument, NULL, 'c'},
+	    {"duration", required_argument, NULL, 'd'},
+	    {"requests", required_argument, NULL, 'n'},
+	    {"mode", required_argument, NULL, 'm'},
+	    {"timeout", required_argument, NULL, 't'},
+	    {"name", required_argument, NULL, 'N'},
+	    {NULL, 0, NULL, 0},
 	};
 	const char *url = NULL, *proxy = NULL, *path, *err;
 	struct sockaddr_in origin;
@@ -860,13 +857,13 @@ lg_raise_nofile(int nconns)
 	setrlimit(RLIMIT_NOFILE, &rl);
 	if (rl.rlim_cur < want)
 		fprintf(stderr, "loadgen: descriptor limit %llu is below %llu: expect errors\n",
-		    (unsigned long long)rl.rlim_cur, (unsigned long long)want);
+		        (unsigned long long)rl.rlim_cur, (unsigned long long)want);
 }
 
 static void
 lg_report(struct loadgen *lg)
 {
-	static const char *const modes[] = { "keepalive", "close", "idle" };
+	static const char *const modes[] = {"keepalive", "close", "idle"};
 	double secs = (double)(lg->t_end - lg->t_start) / 1e9;
 	double rps = secs > 0 ? (double)lg->completed / secs : 0;
 	double p50 = lg_hist_pct(&lg->hist, 50) / 1e6, p90 = lg_hist_pct(&lg->hist, 90) / 1e6;
@@ -875,18 +872,18 @@ lg_report(struct loadgen *lg)
 
 	printf("%s: %" PRIu64 " ok in %.2f s = %.1f req/s; latency ms p50 %.3f p90 %.3f "
 	       "p99 %.3f max %.3f; errors %" PRIu64 " (",
-	    lg->name, lg->completed, secs, rps, p50, p90, p99, max, lg_errors(lg));
+	       lg->name, lg->completed, secs, rps, p50, p90, p99, max, lg_errors(lg));
 	for (i = 0; i < LG_E_MAX; i++)
 		printf("%s%s %" PRIu64, i ? " " : "", lg_err_names[i], lg->errors[i]);
 	printf("); %" PRIu64 " connects, %" PRIu64 " resends\n", lg->connects, lg->resends);
 	printf("RESULT name=%s mode=%s conns=%d secs=%.2f requests=%" PRIu64 " rps=%.1f "
 	       "p50_ms=%.3f p90_ms=%.3f p99_ms=%.3f max_ms=%.3f errors=%" PRIu64
 	       " connects=%" PRIu64 " resends=%" PRIu64,
-	    lg->name, modes[lg->mode], lg->nconns, secs, lg->completed, rps, p50, p90, p99, max,
-	    lg_errors(lg), lg->connects, lg->resends);
+	       lg->name, modes[lg->mode], lg->nconns, secs, lg->completed, rps, p50, p90, p99, max,
+	       lg_errors(lg), lg->connects, lg->resends);
 	if (lg->mode == LG_IDLE)
 		printf(" held=%d not_kept=%d held_closed=%d", lg->held, lg->not_kept,
-		    lg->held_closed);
+		       lg->held_closed);
 	printf("\n");
 	fflush(stdout);
 }

@@ -44,9 +44,18 @@ done
 case "$DURATION" in '' | *[!0-9]*) usage ;; esac
 case "$IDLE_CONNS" in '' | *[!0-9]*) usage ;; esac
 case "$ROUNDS" in '' | *[!0-9]*) usage ;; esac
-[ "$ROUNDS" -ge 1 ] && [ "$ROUNDS" -le 10 ] || { echo "--rounds: 1..10" >&2; exit 2; }
-[ "$DURATION" -ge 1 ] && [ "$DURATION" -le 120 ] || { echo "--duration: 1..120" >&2; exit 2; }
-[ "$IDLE_CONNS" -ge 1 ] && [ "$IDLE_CONNS" -le 5000 ] || { echo "--idle-conns: 1..5000" >&2; exit 2; }
+if [ "$DURATION" -lt 1 ] || [ "$DURATION" -gt 120 ]; then
+	echo "--duration: 1..120" >&2
+	exit 2
+fi
+if [ "$ROUNDS" -lt 1 ] || [ "$ROUNDS" -gt 10 ]; then
+	echo "--rounds: 1..10" >&2
+	exit 2
+fi
+if [ "$IDLE_CONNS" -lt 1 ] || [ "$IDLE_CONNS" -gt 5000 ]; then
+	echo "--idle-conns: 1..5000" >&2
+	exit 2
+fi
 
 SRC_DIR=${SRC_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 BUILD_DIR=${BUILD_DIR:-$SRC_DIR/build}
@@ -58,17 +67,20 @@ chmod 755 "$T"
 declare -A PID PORT STATUS RPS P50 P99 ERR KIB
 BG_PIDS=""
 
+# mine PID: true while PID is still a child of this shell (never signal a reused PID).
+mine() { [ "$(ps -o ppid= -p "$1" 2>/dev/null | tr -d ' ')" = "$$" ]; }
+
 cleanup() {
-	local p i
+	local p _
 	for p in $BG_PIDS; do
-		kill -TERM "$p" 2>/dev/null
+		mine "$p" && kill -TERM "$p" 2>/dev/null
 	done
 	for p in $BG_PIDS; do
-		for i in $(seq 1 30); do
-			kill -0 "$p" 2>/dev/null || break
+		for _ in $(seq 1 30); do
+			mine "$p" || break
 			sleep 0.1
 		done
-		kill -KILL "$p" 2>/dev/null
+		mine "$p" && kill -KILL "$p" 2>/dev/null
 		wait "$p" 2>/dev/null
 	done
 	rm -rf "$T"
@@ -109,8 +121,8 @@ port_open() { timeout 1 bash -c "exec 3<>/dev/tcp/127.0.0.1/$1" 2>/dev/null; }
 # so the load generator's own source ports never collide with a listener.
 USED_PORTS=" "
 free_port() {
-	local i p
-	for i in $(seq 1 100); do
+	local _ p
+	for _ in $(seq 1 100); do
 		p=$((20000 + (RANDOM * 32768 + RANDOM) % 12000))
 		case "$USED_PORTS" in *" $p "*) continue ;; esac
 		if ! port_open "$p"; then
@@ -131,8 +143,8 @@ render() {
 
 # rss_kib PID: VmRSS summed over PID and its descendants (a few levels deep).
 rss_kib() {
-	local all="$1" level="$1" next p depth total=0 v
-	for depth in 1 2 3; do
+	local all="$1" level="$1" next p _ total=0 v
+	for _ in 1 2 3; do
 		next=""
 		for p in $level; do
 			next="$next $(ps -o pid= --ppid "$p" 2>/dev/null)"
@@ -151,13 +163,13 @@ rss_kib() {
 # start NAME PORT CMD...: runs a peer in the foreground of a background job
 # and waits (at most 10 s) for its port to accept connections.
 start() {
-	local name=$1 port=$2 i
+	local name=$1 port=$2 _
 	shift 2
 	"$@" >"$T/$name.out" 2>&1 &
 	PID[$name]=$!
 	PORT[$name]=$port
 	BG_PIDS="$BG_PIDS $!"
-	for i in $(seq 1 100); do
+	for _ in $(seq 1 100); do
 		if ! kill -0 "${PID[$name]}" 2>/dev/null; then
 			STATUS[$name]="exited at start-up: $(tail -c 300 "$T/$name.out" | tr '\n' ' ')"
 			return 1
@@ -185,7 +197,7 @@ start_origin() {
 
 # start_peer NAME: renders the peer's config and starts it; sets STATUS on failure.
 start_peer() {
-	local name=$1 port i
+	local name=$1 port _
 	free_port || { STATUS[$name]="no free port"; return 1; }
 	port=$FREE
 	mkdir -p "$T/$name"
@@ -205,7 +217,7 @@ start_peer() {
 		start egressd "$port" "$BUILD_DIR/egressd" --config "$T/egressd/egressd.yaml" \
 			--proxy "127.0.0.1:$port" --audit "$T/egressd/audit.jsonl" \
 			--upstream-dns 127.0.0.1 --ready-fd 3 3>"$T/egressd/ready" || return 1
-		for i in $(seq 1 50); do
+		for _ in $(seq 1 50); do
 			grep -q READY "$T/egressd/ready" && return 0
 			sleep 0.1
 		done
@@ -273,7 +285,7 @@ check_peer() {
 
 # idle_mem PEER: KiB of the peer's RSS per idle keep-alive client connection.
 idle_mem() {
-	local peer=$1 before after lg i ready held
+	local peer=$1 before after lg _ ready held
 	before=$(rss_kib "${PID[$peer]}")
 	local proxy=()
 	[ -n "${PORT[$peer]}" ] && proxy=(--proxy "127.0.0.1:${PORT[$peer]}")
@@ -283,7 +295,7 @@ idle_mem() {
 	lg=$!
 	BG_PIDS="$BG_PIDS $lg"
 	ready=""
-	for i in $(seq 1 300); do
+	for _ in $(seq 1 300); do
 		ready=$(grep '^READY ' "$T/$peer-idle.lg")
 		[ -n "$ready" ] && break
 		kill -0 "$lg" 2>/dev/null || break
@@ -291,7 +303,8 @@ idle_mem() {
 	done
 	sleep 1 # let the proxy finish its bookkeeping for the last connections
 	after=$(rss_kib "${PID[$peer]}")
-	kill -TERM "$lg" 2>/dev/null
+	# loadgen stops by itself after 60 s; the signal only ends the hold early.
+	mine "$lg" && kill -TERM "$lg" 2>/dev/null
 	wait "$lg" 2>/dev/null
 	held=$(field "$(grep '^RESULT ' "$T/$peer-idle.lg")" held)
 	if [ -z "$ready" ] || [ -z "$held" ]; then
@@ -321,6 +334,7 @@ version_of() { dpkg-query -W -f='${Version}' "$1" 2>/dev/null || echo "?"; }
 # --- run --------------------------------------------------------------------
 
 START_TIME=$(date +%s)
+LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
 ulimit -n "$(ulimit -Hn)" 2>/dev/null
 install_peers
 have nginx || { log "nginx (the origin) is not installed: cannot run"; exit 1; }
@@ -435,6 +449,9 @@ report() {
 	echo
 	echo "Runs on this machine differ by ~35% from one run to the next: compare only" \
 		"ratios taken within one run, never absolute numbers across runs."
+	echo "Load average (1, 5, 15 min) at the start: $LOAD_START; at the end:" \
+		"$(cut -d' ' -f1-3 /proc/loadavg). Other work on the cores skews the figures," \
+		"single-threaded peers most."
 	echo "Total time $(($(date +%s) - START_TIME)) s."
 }
 

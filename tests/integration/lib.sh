@@ -1,14 +1,25 @@
 # Shared helpers for the integration scripts: a private temp dir removed on
-# exit, assertions that count, and a closing "N passed, N failed" line.
-# Scripts run from ctest with BUILD_DIR and SRC_DIR set.
+# exit, assertions that count, and a closing "N passed, N failed" line; for
+# the proxy scripts also the test origin (origin.py), egressd started on a
+# free port, and bounded waits. Background processes a script starts through
+# these helpers are killed on exit. Scripts run from ctest with BUILD_DIR and
+# SRC_DIR set.
 
 set -u
 : "${BUILD_DIR:?BUILD_DIR must point at the build directory}"
 : "${SRC_DIR:?SRC_DIR must point at the source tree}"
 POLICYCTL="$BUILD_DIR/policyctl"
+EGRESSD="$BUILD_DIR/egressd"
+ORIGIN_PY="$SRC_DIR/tests/integration/origin.py"
 
 T=$(mktemp -d "${TMPDIR:-/tmp}/egress-it.XXXXXX")
-trap 'rm -rf "$T"' EXIT
+LIB_PIDS=""
+lib_cleanup() {
+	local p
+	for p in $LIB_PIDS; do kill -KILL "$p" 2>/dev/null; done
+	rm -rf "$T"
+}
+trap lib_cleanup EXIT
 PASS=0
 FAIL=0
 
@@ -49,6 +60,116 @@ expect_eq() { # expect_eq GOT WANT LABEL
 
 # jqf FILTER: apply a jq filter to OUT.
 jqf() { printf '%s' "$OUT" | jq -r "$1"; }
+
+# track_pid PID: kill PID when the script exits.
+track_pid() { LIB_PIDS="$LIB_PIDS $1"; }
+
+# now_ms: a monotonic-enough clock in milliseconds.
+now_ms() { echo $(($(date +%s%N) / 1000000)); }
+
+# free_port: a TCP port on 127.0.0.1 that was free a moment ago.
+free_port() {
+	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# wait_file FILE [SECS]: until FILE exists and is not empty.
+wait_file() {
+	local i
+	for ((i = 0; i < ${2:-10} * 20; i++)); do
+		[ -s "$1" ] && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
+# wait_port PORT [SECS]: until something accepts on 127.0.0.1:PORT.
+wait_port() {
+	local i
+	for ((i = 0; i < ${2:-10} * 20; i++)); do
+		(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
+# wait_exit PID SECS: until PID is gone; sets EXIT_RC (its status, or 255
+# if it is still running after SECS). PID must be a child of this shell.
+wait_exit() {
+	local i
+	EXIT_RC=255
+	for ((i = 0; i < $2 * 20; i++)); do
+		if ! kill -0 "$1" 2>/dev/null; then
+			wait "$1"
+			EXIT_RC=$?
+			return 0
+		fi
+		sleep 0.05
+	done
+	return 1
+}
+
+# start_origin: runs origin.py with its DNS responder; sets ORIGIN_PORT,
+# ORIGIN_DNS (127.0.0.1:PORT for --upstream-dns), ORIGIN_LOG, ORIGIN_PID.
+start_origin() {
+	ORIGIN_LOG="$T/origin.jsonl"
+	rm -f "$T/origin.port" "$T/origin.dns"
+	: >"$ORIGIN_LOG"
+	python3 "$ORIGIN_PY" --log "$ORIGIN_LOG" --port-file "$T/origin.port" \
+	    --dns-port-file "$T/origin.dns" --parent $$ >"$T/origin.out" 2>&1 &
+	ORIGIN_PID=$!
+	track_pid "$ORIGIN_PID"
+	if ! wait_file "$T/origin.port" 10; then
+		echo "origin did not start: $(cat "$T/origin.out")" >&2
+		exit 1
+	fi
+	ORIGIN_PORT=$(cat "$T/origin.port")
+	ORIGIN_DNS="127.0.0.1:$(cat "$T/origin.dns")"
+}
+
+# origin_count FILTER: how many lines of the origin's log match a jq filter
+# (e.g. 'select(.method == "POST")').
+origin_count() { jq -c "$1" "$ORIGIN_LOG" | wc -l; }
+
+# start_egressd ARGS...: egressd on a free loopback port with --ready-fd and
+# --audit "$EG_AUDIT" (default $T/audit.jsonl), waiting (bounded) for READY.
+# Sets EG_PORT, EG_PID, EG_ERR; returns 1 if it did not get ready.
+EG_N=0
+start_egressd() {
+	EG_N=$((EG_N + 1))
+	EG_PORT=$(free_port)
+	EG_ERR="$T/egressd.$EG_N.err"
+	: "${EG_AUDIT:=$T/audit.jsonl}"
+	"$EGRESSD" --proxy "127.0.0.1:$EG_PORT" --audit "$EG_AUDIT" --ready-fd 3 "$@" \
+	    3>"$T/ready.$EG_N" 2>"$EG_ERR" &
+	EG_PID=$!
+	track_pid "$EG_PID"
+	local i
+	for ((i = 0; i < ${EG_START_SECS:-20} * 20; i++)); do
+		grep -q READY "$T/ready.$EG_N" 2>/dev/null && return 0
+		kill -0 "$EG_PID" 2>/dev/null || break
+		sleep 0.05
+	done
+	echo "egressd did not get ready: $(cat "$EG_ERR")" >&2
+	return 1
+}
+
+# stop_egressd: SIGTERM and a bounded wait; sets EXIT_RC.
+stop_egressd() {
+	kill -TERM "$EG_PID" 2>/dev/null
+	wait_exit "$EG_PID" "${1:-15}"
+}
+
+# pcurl ARGS...: curl through egressd, never bypassing it for 127.0.0.1.
+pcurl() {
+	env -u no_proxy -u NO_PROXY -u http_proxy -u HTTP_PROXY curl -sS --max-time 30 \
+	    --proxy "http://127.0.0.1:$EG_PORT" "$@"
+}
+
+# audit_last FILTER: the last audit line matching a jq select, compact.
+audit_last() { jq -c "select($1)" "$EG_AUDIT" | tail -n 1; }
+
+# asan_build: true when egressd was built with AddressSanitizer.
+asan_build() { grep -q __asan_init "$EGRESSD" 2>/dev/null; }
 
 finish() {
 	echo "$PASS passed, $FAIL failed"

@@ -18,7 +18,8 @@
 
 #include "common.h"
 
-static void test_init_empty(void **state)
+static void
+test_init_empty(void **state)
 {
 	struct buf b;
 
@@ -36,7 +37,8 @@ static void test_init_empty(void **state)
 }
 
 /* Grow one byte at a time and in odd-sized chunks; content stays exact. */
-static void test_growth(void **state)
+static void
+test_growth(void **state)
 {
 	struct buf b;
 	char chunk[777];
@@ -67,7 +69,8 @@ static void test_growth(void **state)
 	buf_free(&b);
 }
 
-static void test_add_binary_and_empty(void **state)
+static void
+test_add_binary_and_empty(void **state)
 {
 	struct buf b;
 
@@ -87,7 +90,8 @@ static void test_add_binary_and_empty(void **state)
 	buf_free(&b);
 }
 
-static void test_reserve(void **state)
+static void
+test_reserve(void **state)
 {
 	struct buf b;
 	char *data;
@@ -107,7 +111,8 @@ static void test_reserve(void **state)
 	buf_free(&b);
 }
 
-static void test_printf(void **state)
+static void
+test_printf(void **state)
 {
 	struct buf b;
 	char big[5000];
@@ -136,7 +141,8 @@ static void test_printf(void **state)
 
 static void vprintf_helper(struct buf *b, const char *fmt, ...) EG_PRINTF(2, 3);
 
-static void vprintf_helper(struct buf *b, const char *fmt, ...)
+static void
+vprintf_helper(struct buf *b, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -145,7 +151,8 @@ static void vprintf_helper(struct buf *b, const char *fmt, ...)
 	va_end(ap);
 }
 
-static void test_vprintf(void **state)
+static void
+test_vprintf(void **state)
 {
 	struct buf b;
 	int i;
@@ -160,7 +167,8 @@ static void test_vprintf(void **state)
 	buf_free(&b);
 }
 
-static void test_reset_keeps_storage(void **state)
+static void
+test_reset_keeps_storage(void **state)
 {
 	struct buf b;
 	size_t cap;
@@ -182,7 +190,8 @@ static void test_reset_keeps_storage(void **state)
 	buf_free(&b);
 }
 
-static void test_release(void **state)
+static void
+test_release(void **state)
 {
 	struct buf b;
 	char *s;
@@ -209,7 +218,8 @@ static void test_release(void **state)
 }
 
 /* A reservation that would overflow size_t ends the process, never wraps. */
-static void test_reserve_overflow(void **state)
+static void
+test_reserve_overflow(void **state)
 {
 	struct buf b;
 	pid_t pid;
@@ -229,7 +239,8 @@ static void test_reserve_overflow(void **state)
 	assert_int_equal(WEXITSTATUS(status), 1);
 }
 
-int main(void)
+int
+main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_init_empty),

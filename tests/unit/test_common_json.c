@@ -39,7 +39,8 @@ static const struct {
 };
 
 /* The string a parser should read back: bad bytes become U+FFFD one each. */
-static void reference(const unsigned char *p, size_t len, struct buf *out)
+static void
+reference(const unsigned char *p, size_t len, struct buf *out)
 {
 	size_t i = 0, r;
 	int k, ok;
@@ -72,7 +73,8 @@ static void reference(const unsigned char *p, size_t len, struct buf *out)
  * and compare with the reference decoding. Returns 0 when all holds, so
  * the exhaustive loops can report the first failing input.
  */
-static int roundtrip(const unsigned char *p, size_t len, struct buf *esc, struct buf *want)
+static int
+roundtrip(const unsigned char *p, size_t len, struct buf *esc, struct buf *want)
 {
 	json_error_t jerr;
 	json_t *j;
@@ -95,7 +97,8 @@ static int roundtrip(const unsigned char *p, size_t len, struct buf *esc, struct
 	return rc;
 }
 
-static void fail_on(const unsigned char *p, size_t len, const struct buf *esc)
+static void
+fail_on(const unsigned char *p, size_t len, const struct buf *esc)
 {
 	char hex[64] = "";
 	size_t i;
@@ -106,7 +109,8 @@ static void fail_on(const unsigned char *p, size_t len, const struct buf *esc)
 }
 
 /* The exact escaped text of each single byte below 0x80. */
-static void test_ascii_text(void **state)
+static void
+test_ascii_text(void **state)
 {
 	struct buf b;
 	char want[16];
@@ -139,7 +143,8 @@ static void test_ascii_text(void **state)
 }
 
 /* Every byte alone, and between ASCII, between multibyte characters. */
-static void test_every_byte(void **state)
+static void
+test_every_byte(void **state)
 {
 	static const char *ctx[][2] = {
 	    {"", ""},
@@ -176,7 +181,8 @@ static void test_every_byte(void **state)
 	buf_free(&want);
 }
 
-static void test_every_pair(void **state)
+static void
+test_every_pair(void **state)
 {
 	unsigned char in[2];
 	struct buf esc, want;
@@ -197,7 +203,8 @@ static void test_every_pair(void **state)
 }
 
 /* Three- and four-byte leads against every second byte and edge tails. */
-static void test_long_sequences(void **state)
+static void
+test_long_sequences(void **state)
 {
 	static const unsigned char tails[] = {0x00, 0x41, 0x7f, 0x80, 0x8f, 0x90, 0x9f,
 	                                      0xa0, 0xbf, 0xc0, 0xc2, 0xf4, 0xff};
@@ -230,7 +237,8 @@ static void test_long_sequences(void **state)
 }
 
 /* Named cases with their expected decoding written out by hand. */
-static void test_named_cases(void **state)
+static void
+test_named_cases(void **state)
 {
 	static const struct {
 		const char *name;
@@ -293,7 +301,8 @@ static void test_named_cases(void **state)
 }
 
 /* Explicit lengths: NUL bytes are data, bytes past len are not read. */
-static void test_lengths(void **state)
+static void
+test_lengths(void **state)
 {
 	struct buf b;
 	json_error_t jerr;
@@ -321,7 +330,8 @@ static void test_lengths(void **state)
 	buf_free(&b);
 }
 
-static void test_escape_str(void **state)
+static void
+test_escape_str(void **state)
 {
 	struct buf b;
 
@@ -338,7 +348,8 @@ static void test_escape_str(void **state)
 }
 
 /* Random byte strings (fixed seed), biased towards UTF-8 lead bytes. */
-static void test_random(void **state)
+static void
+test_random(void **state)
 {
 	unsigned char in[300];
 	struct buf esc, want;
@@ -364,7 +375,8 @@ static void test_random(void **state)
 	buf_free(&want);
 }
 
-int main(void)
+int
+main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_ascii_text),  cmocka_unit_test(test_every_byte),

@@ -40,12 +40,14 @@ struct lines {
 	char *data;
 };
 
-static int setup_dir(void **state)
+static int
+setup_dir(void **state)
 {
 	return mkdtemp(tmpdir) == NULL ? -1 : 0;
 }
 
-static int teardown_dir(void **state)
+static int
+teardown_dir(void **state)
 {
 	char cmd[128];
 
@@ -53,7 +55,8 @@ static int teardown_dir(void **state)
 	return system(cmd) == 0 ? 0 : -1;
 }
 
-static char *tpath(const char *name)
+static char *
+tpath(const char *name)
 {
 	static char path[256];
 
@@ -61,7 +64,8 @@ static char *tpath(const char *name)
 	return path;
 }
 
-static void sha256_hex(const void *p, size_t len, char out[65])
+static void
+sha256_hex(const void *p, size_t len, char out[65])
 {
 	unsigned char md[32];
 	unsigned int mdlen = 0, i;
@@ -72,7 +76,8 @@ static void sha256_hex(const void *p, size_t len, char out[65])
 		snprintf(out + 2 * i, 3, "%02x", md[i]);
 }
 
-static void write_raw(const char *path, const void *p, size_t len)
+static void
+write_raw(const char *path, const void *p, size_t len)
 {
 	int fd;
 
@@ -83,7 +88,8 @@ static void write_raw(const char *path, const void *p, size_t len)
 }
 
 /* Read a file and split it at newlines; a last line without one counts. */
-static void read_lines(const char *path, struct lines *l)
+static void
+read_lines(const char *path, struct lines *l)
 {
 	struct stat st;
 	size_t i, start;
@@ -112,14 +118,16 @@ static void read_lines(const char *path, struct lines *l)
 	}
 }
 
-static void lines_free(struct lines *l)
+static void
+lines_free(struct lines *l)
 {
 	free(l->data);
 	free(l->p);
 	free(l->len);
 }
 
-static json_t *parse(const char *p, size_t len)
+static json_t *
+parse(const char *p, size_t len)
 {
 	json_error_t jerr;
 
@@ -132,7 +140,8 @@ static json_t *parse(const char *p, size_t len)
  * not checked. Returns the first line whose prev is wrong, or 0, and counts
  * the JSON lines in *good.
  */
-static size_t chain_break(const struct lines *l, size_t *good)
+static size_t
+chain_break(const struct lines *l, size_t *good)
 {
 	char want[65] = ZEROS;
 	json_t *j, *prev;
@@ -155,7 +164,8 @@ static size_t chain_break(const struct lines *l, size_t *good)
 }
 
 /* The whole chain holds and has this many JSON lines. */
-static void assert_chain(const struct lines *l, size_t want_good)
+static void
+assert_chain(const struct lines *l, size_t want_good)
 {
 	size_t good, bad;
 
@@ -164,7 +174,8 @@ static void assert_chain(const struct lines *l, size_t want_good)
 	assert_int_equal(good, want_good);
 }
 
-static struct audit *open_ok(const char *path)
+static struct audit *
+open_ok(const char *path)
 {
 	struct audit *a;
 	char err[256] = "";
@@ -175,7 +186,8 @@ static struct audit *open_ok(const char *path)
 	return a;
 }
 
-static void write_simple(struct audit *a, const char *host)
+static void
+write_simple(struct audit *a, const char *host)
 {
 	struct audit_event ev;
 
@@ -187,7 +199,8 @@ static void write_simple(struct audit *a, const char *host)
 }
 
 /* Write one event to a new file and return its only line, parsed. */
-static json_t *one_line(const char *name, const struct audit_event *ev)
+static json_t *
+one_line(const char *name, const struct audit_event *ev)
 {
 	struct audit *a;
 	struct lines l;
@@ -205,7 +218,8 @@ static json_t *one_line(const char *name, const struct audit_event *ev)
 	return j;
 }
 
-static void assert_keys(json_t *j, const char *const *keys, size_t n)
+static void
+assert_keys(json_t *j, const char *const *keys, size_t n)
 {
 	void *it;
 	size_t i = 0;
@@ -219,7 +233,8 @@ static void assert_keys(json_t *j, const char *const *keys, size_t n)
 	assert_int_equal(i, n);
 }
 
-static const char *sval(json_t *j, const char *key)
+static const char *
+sval(json_t *j, const char *key)
 {
 	json_t *v = json_object_get(j, key);
 
@@ -228,7 +243,8 @@ static const char *sval(json_t *j, const char *key)
 	return json_string_value(v);
 }
 
-static json_int_t ival(json_t *j, const char *key)
+static json_int_t
+ival(json_t *j, const char *key)
 {
 	json_t *v = json_object_get(j, key);
 
@@ -237,7 +253,8 @@ static json_int_t ival(json_t *j, const char *key)
 	return json_integer_value(v);
 }
 
-static void test_event_init(void **state)
+static void
+test_event_init(void **state)
 {
 	struct audit_event ev;
 
@@ -268,7 +285,8 @@ static void test_event_init(void **state)
 }
 
 /* ts is RFC 3339 UTC with milliseconds and close to now. */
-static void check_ts(const char *ts)
+static void
+check_ts(const char *ts)
 {
 	struct tm tm;
 	time_t t;
@@ -287,7 +305,8 @@ static void check_ts(const char *ts)
 	assert_true(labs((long)(t - time(NULL))) < 10);
 }
 
-static void test_all_fields(void **state)
+static void
+test_all_fields(void **state)
 {
 	static const char *const keys[] = {
 	    "v",      "ts",     "seq",      "event",      "action",      "rule",    "source",
@@ -354,7 +373,8 @@ static void test_all_fields(void **state)
 	json_decref(j);
 }
 
-static void test_absent_fields(void **state)
+static void
+test_absent_fields(void **state)
 {
 	static const char *const bare[] = {"v", "ts", "seq", "event", "prev"};
 	static const char *const zeros[] = {"v",           "ts",     "seq",      "event",
@@ -389,7 +409,8 @@ static void test_absent_fields(void **state)
 	json_decref(j);
 }
 
-static void test_graphql(void **state)
+static void
+test_graphql(void **state)
 {
 	static const struct {
 		enum gql_op op;
@@ -447,7 +468,8 @@ static void test_graphql(void **state)
 }
 
 /* Values that try to break out of their string or the line stay values. */
-static void test_hostile_values(void **state)
+static void
+test_hostile_values(void **state)
 {
 	static const char host[] = "evil.com\",\"action\":\"allow\"}\n{\"v\":1";
 	static const char reason[] = "tab\there\r\nbell\a nul-ish \x01 del \x7f";
@@ -481,7 +503,8 @@ static void test_hostile_values(void **state)
 	lines_free(&l);
 }
 
-static void test_path_query_cut(void **state)
+static void
+test_path_query_cut(void **state)
 {
 	static const struct {
 		const char *in;
@@ -521,7 +544,8 @@ static void test_path_query_cut(void **state)
 	lines_free(&l);
 }
 
-static void test_truncation(void **state)
+static void
+test_truncation(void **state)
 {
 	struct audit_event ev;
 	char *big;
@@ -557,7 +581,8 @@ static void test_truncation(void **state)
 	free(big);
 }
 
-static void test_event_required(void **state)
+static void
+test_event_required(void **state)
 {
 	struct audit_event ev;
 	struct audit *a;
@@ -572,7 +597,8 @@ static void test_event_required(void **state)
 	assert_int_equal(st.st_size, 0);
 }
 
-static void test_chain_and_seq(void **state)
+static void
+test_chain_and_seq(void **state)
 {
 	struct audit *a;
 	struct lines l;
@@ -605,7 +631,8 @@ static void test_chain_and_seq(void **state)
 	lines_free(&l);
 }
 
-static void test_reopen_continues(void **state)
+static void
+test_reopen_continues(void **state)
 {
 	struct audit *a;
 	struct lines l;
@@ -629,7 +656,8 @@ static void test_reopen_continues(void **state)
 	lines_free(&l);
 }
 
-static void test_partial_tail(void **state)
+static void
+test_partial_tail(void **state)
 {
 	static const char partial[] = "{\"v\":1,\"ts\":\"2026-01-01T00:00";
 	struct audit *a;
@@ -684,7 +712,8 @@ static void test_partial_tail(void **state)
 }
 
 /* Odd tails: an empty last line, and last lines longer than one block. */
-static void test_tail_shapes(void **state)
+static void
+test_tail_shapes(void **state)
 {
 	static const size_t sizes[] = {65535, 65536, 65537, 200000};
 	struct audit *a;
@@ -726,7 +755,8 @@ static void test_tail_shapes(void **state)
 	free(big);
 }
 
-static void test_oversize_tail(void **state)
+static void
+test_oversize_tail(void **state)
 {
 	char err[256] = "";
 	size_t len = 5 * 1024 * 1024;
@@ -740,7 +770,8 @@ static void test_oversize_tail(void **state)
 	assert_non_null(strstr(err, "longer than"));
 }
 
-static void test_file_mode(void **state)
+static void
+test_file_mode(void **state)
 {
 	struct audit *a;
 	struct stat st;
@@ -756,7 +787,8 @@ static void test_file_mode(void **state)
 	assert_true(S_ISREG(st.st_mode));
 }
 
-static void test_refused_paths(void **state)
+static void
+test_refused_paths(void **state)
 {
 	char err[256], target[256];
 
@@ -789,7 +821,8 @@ static void test_refused_paths(void **state)
 }
 
 /* "-" writes to stdout, here a pipe: the chain starts from zeros, fd 1 stays. */
-static void test_stdout_pipe(void **state)
+static void
+test_stdout_pipe(void **state)
 {
 	struct audit *a;
 	struct lines l;
@@ -832,7 +865,8 @@ static void test_stdout_pipe(void **state)
 }
 
 /* An inherited write-only descriptor of a regular file ("egressd >>log"). */
-static void test_open_fd_file(void **state)
+static void
+test_open_fd_file(void **state)
 {
 	struct audit *a;
 	struct lines l;
@@ -872,7 +906,8 @@ static void test_open_fd_file(void **state)
  * after a newline and chains from them. A write that writes nothing leaves
  * the chain as it was. Runs in a child so the limit stays there.
  */
-static int limited_write(struct audit *a, const char *path, off_t room, const char *event)
+static int
+limited_write(struct audit *a, const char *path, off_t room, const char *event)
 {
 	struct audit_event ev;
 	struct rlimit rl;
@@ -892,7 +927,8 @@ static int limited_write(struct audit *a, const char *path, off_t room, const ch
  * after a newline and chains from them. A write that writes nothing leaves
  * the chain as it was. Runs in a child so the limit stays there.
  */
-static void test_short_write(void **state)
+static void
+test_short_write(void **state)
 {
 	const char *path = tpath("short.jsonl");
 	struct audit *a;
@@ -951,7 +987,8 @@ static void test_short_write(void **state)
 #define CONC_PROCS  4
 #define CONC_EVENTS 2000
 
-static void conc_child(int id)
+static void
+conc_child(int id)
 {
 	struct audit_event ev;
 	struct audit *a;
@@ -979,7 +1016,8 @@ static void conc_child(int id)
 	_exit(bad ? 11 : 0);
 }
 
-static void test_concurrent(void **state)
+static void
+test_concurrent(void **state)
 {
 	static char hashes[CONC_PROCS][CONC_EVENTS][65];
 	static int seen[CONC_PROCS][CONC_EVENTS];
@@ -1032,7 +1070,8 @@ static void test_concurrent(void **state)
 	lines_free(&l);
 }
 
-int main(void)
+int
+main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_event_init),     cmocka_unit_test(test_all_fields),

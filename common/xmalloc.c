@@ -69,7 +69,6 @@ xasprintf(const char *fmt, ...)
 {
 	va_list ap;
 	char *p;
-
 	int n;
 
 	va_start(ap, fmt);

@@ -51,7 +51,8 @@ struct gql_parser {
 static int graphql_parse_value(struct gql_parser *, int);
 static int graphql_parse_selection_set(struct gql_parser *);
 
-static void graphql_result_set(struct gql_result *res, enum gql_op op, const char *reason)
+static void
+graphql_result_set(struct gql_result *res, enum gql_op op, const char *reason)
 {
 	res->op = op;
 	res->name[0] = '\0';
@@ -59,7 +60,8 @@ static void graphql_result_set(struct gql_result *res, enum gql_op op, const cha
 }
 
 /* The "worst" order: anything that is not a query beats a query. */
-static int graphql_rank(enum gql_op op)
+static int
+graphql_rank(enum gql_op op)
 {
 	static const int rank[] = {[GQL_NONE] = 0,
 	                           [GQL_QUERY] = 1,
@@ -70,23 +72,27 @@ static int graphql_rank(enum gql_op op)
 	return (unsigned)op < EG_NELEM(rank) ? rank[op] : 4;
 }
 
-static void graphql_merge(struct gql_result *acc, const struct gql_result *r)
+static void
+graphql_merge(struct gql_result *acc, const struct gql_result *r)
 {
 	if (graphql_rank(r->op) > graphql_rank(acc->op))
 		*acc = *r;
 }
 
-static int graphql_is_name_start(int c)
+static int
+graphql_is_name_start(int c)
 {
 	return c == '_' || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z');
 }
 
-static int graphql_is_name_char(int c)
+static int
+graphql_is_name_char(int c)
 {
 	return graphql_is_name_start(c) || (c >= '0' && c <= '9');
 }
 
-static int graphql_hexval(int c)
+static int
+graphql_hexval(int c)
 {
 	if (c >= '0' && c <= '9')
 		return c - '0';
@@ -98,7 +104,8 @@ static int graphql_hexval(int c)
 }
 
 /* Length of the well-formed UTF-8 sequence at p, or 0 (RFC 3629). */
-static size_t graphql_utf8_len(const unsigned char *p, const unsigned char *end)
+static size_t
+graphql_utf8_len(const unsigned char *p, const unsigned char *end)
 {
 	size_t n, i;
 	uint32_t cp;
@@ -134,7 +141,8 @@ static size_t graphql_utf8_len(const unsigned char *p, const unsigned char *end)
  * is a control character or not valid UTF-8: the spec's source text is
  * Unicode, and a server may read broken bytes differently than we do.
  */
-static size_t graphql_source_char(const unsigned char *p, const unsigned char *end)
+static size_t
+graphql_source_char(const unsigned char *p, const unsigned char *end)
 {
 	if (*p < 0x20 && *p != '\t')
 		return 0;
@@ -142,8 +150,8 @@ static size_t graphql_source_char(const unsigned char *p, const unsigned char *e
 }
 
 /* Skips ignored tokens; with strict unset, comments are not checked. */
-static const unsigned char *graphql_skip_ignored(const unsigned char *p, const unsigned char *end,
-                                                 int strict, const char **err)
+static const unsigned char *
+graphql_skip_ignored(const unsigned char *p, const unsigned char *end, int strict, const char **err)
 {
 	size_t n;
 
@@ -166,7 +174,8 @@ static const unsigned char *graphql_skip_ignored(const unsigned char *p, const u
 	return p;
 }
 
-static const char *graphql_lex_escape(const unsigned char **pp, const unsigned char *end)
+static const char *
+graphql_lex_escape(const unsigned char **pp, const unsigned char *end)
 {
 	const unsigned char *p = *pp + 1;
 	uint32_t cp = 0;
@@ -199,7 +208,8 @@ static const char *graphql_lex_escape(const unsigned char **pp, const unsigned c
 	return NULL;
 }
 
-static const char *graphql_lex_string(struct gql_parser *ps)
+static const char *
+graphql_lex_string(struct gql_parser *ps)
 {
 	const unsigned char *p = ps->p + 1, *end = ps->end;
 	const char *err;
@@ -223,7 +233,8 @@ static const char *graphql_lex_string(struct gql_parser *ps)
 	return NULL;
 }
 
-static const char *graphql_lex_block_string(struct gql_parser *ps)
+static const char *
+graphql_lex_block_string(struct gql_parser *ps)
 {
 	const unsigned char *p = ps->p + 3, *end = ps->end;
 	size_t n;
@@ -247,7 +258,8 @@ static const char *graphql_lex_block_string(struct gql_parser *ps)
 	return NULL;
 }
 
-static const char *graphql_lex_number(struct gql_parser *ps)
+static const char *
+graphql_lex_number(struct gql_parser *ps)
 {
 	const unsigned char *p = ps->p, *end = ps->end, *d;
 
@@ -282,7 +294,8 @@ static const char *graphql_lex_number(struct gql_parser *ps)
 }
 
 /* Reads the next token; a lexer error becomes a sticky TOK_ERROR. */
-static void graphql_next(struct gql_parser *ps)
+static void
+graphql_next(struct gql_parser *ps)
 {
 	const char *err = NULL;
 	int c;
@@ -338,7 +351,8 @@ fail:
 }
 
 /* Keeps the first error: a lexer error explains more than what follows. */
-static int graphql_fail(struct gql_parser *ps, const char *why)
+static int
+graphql_fail(struct gql_parser *ps, const char *why)
 {
 	if (ps->err == NULL) {
 		if (ps->tok == TOK_EOF)
@@ -349,17 +363,20 @@ static int graphql_fail(struct gql_parser *ps, const char *why)
 	return -1;
 }
 
-static int graphql_is_punct(struct gql_parser *ps, int c)
+static int
+graphql_is_punct(struct gql_parser *ps, int c)
 {
 	return ps->tok == TOK_PUNCT && ps->punct == c;
 }
 
-static int graphql_is_word(struct gql_parser *ps, const char *w)
+static int
+graphql_is_word(struct gql_parser *ps, const char *w)
 {
 	return ps->tok == TOK_NAME && ps->tlen == strlen(w) && memcmp(ps->tstart, w, ps->tlen) == 0;
 }
 
-static int graphql_expect_punct(struct gql_parser *ps, int c)
+static int
+graphql_expect_punct(struct gql_parser *ps, int c)
 {
 	if (!graphql_is_punct(ps, c))
 		return graphql_fail(ps, "parse error: unexpected token");
@@ -367,7 +384,8 @@ static int graphql_expect_punct(struct gql_parser *ps, int c)
 	return 0;
 }
 
-static int graphql_expect_name(struct gql_parser *ps)
+static int
+graphql_expect_name(struct gql_parser *ps)
 {
 	if (ps->tok != TOK_NAME)
 		return graphql_fail(ps, "parse error: name expected");
@@ -375,7 +393,8 @@ static int graphql_expect_name(struct gql_parser *ps)
 	return 0;
 }
 
-static int graphql_enter(struct gql_parser *ps)
+static int
+graphql_enter(struct gql_parser *ps)
 {
 	if (++ps->depth > GQL_MAX_DEPTH)
 		return graphql_fail(ps, "too deep");
@@ -383,7 +402,8 @@ static int graphql_enter(struct gql_parser *ps)
 }
 
 /* ( Name : Value ... ) with at least one argument. */
-static int graphql_parse_arguments(struct gql_parser *ps, int isconst)
+static int
+graphql_parse_arguments(struct gql_parser *ps, int isconst)
 {
 	if (graphql_expect_punct(ps, '(') == -1)
 		return -1;
@@ -396,7 +416,8 @@ static int graphql_parse_arguments(struct gql_parser *ps, int isconst)
 	return 0;
 }
 
-static int graphql_parse_directives(struct gql_parser *ps, int isconst)
+static int
+graphql_parse_directives(struct gql_parser *ps, int isconst)
 {
 	while (graphql_is_punct(ps, '@')) {
 		graphql_next(ps);
@@ -408,7 +429,8 @@ static int graphql_parse_directives(struct gql_parser *ps, int isconst)
 	return 0;
 }
 
-static int graphql_parse_value(struct gql_parser *ps, int isconst)
+static int
+graphql_parse_value(struct gql_parser *ps, int isconst)
 {
 	int close;
 
@@ -441,7 +463,8 @@ static int graphql_parse_value(struct gql_parser *ps, int isconst)
 }
 
 /* NamedType, [Type], either followed by an optional '!'. */
-static int graphql_parse_type(struct gql_parser *ps)
+static int
+graphql_parse_type(struct gql_parser *ps)
 {
 	if (graphql_is_punct(ps, '[')) {
 		if (graphql_enter(ps) == -1)
@@ -458,7 +481,8 @@ static int graphql_parse_type(struct gql_parser *ps)
 }
 
 /* ( $name: Type = Default @dir ... ) */
-static int graphql_parse_variable_defs(struct gql_parser *ps)
+static int
+graphql_parse_variable_defs(struct gql_parser *ps)
 {
 	graphql_next(ps);
 	do {
@@ -478,7 +502,8 @@ static int graphql_parse_variable_defs(struct gql_parser *ps)
 }
 
 /* Field, fragment spread or inline fragment. */
-static int graphql_parse_selection(struct gql_parser *ps)
+static int
+graphql_parse_selection(struct gql_parser *ps)
 {
 	if (graphql_is_punct(ps, '.')) {
 		graphql_next(ps);
@@ -512,7 +537,8 @@ static int graphql_parse_selection(struct gql_parser *ps)
 }
 
 /* { Selection ... } with at least one selection. */
-static int graphql_parse_selection_set(struct gql_parser *ps)
+static int
+graphql_parse_selection_set(struct gql_parser *ps)
 {
 	if (!graphql_is_punct(ps, '{'))
 		return graphql_fail(ps, "parse error: selection set expected");
@@ -528,7 +554,8 @@ static int graphql_parse_selection_set(struct gql_parser *ps)
 	return 0;
 }
 
-static void graphql_add_op(struct gql_parser *ps, enum gql_op op, const char *name, size_t namelen)
+static void
+graphql_add_op(struct gql_parser *ps, enum gql_op op, const char *name, size_t namelen)
 {
 	if (ps->nops == ps->opscap) {
 		ps->opscap = ps->opscap == 0 ? 4 : ps->opscap * 2;
@@ -541,7 +568,8 @@ static void graphql_add_op(struct gql_parser *ps, enum gql_op op, const char *na
 }
 
 /* query|mutation|subscription [Name] [VariableDefinitions] [Directives] SelectionSet */
-static int graphql_parse_operation(struct gql_parser *ps)
+static int
+graphql_parse_operation(struct gql_parser *ps)
 {
 	enum gql_op op;
 	const char *name = NULL;
@@ -568,7 +596,8 @@ static int graphql_parse_operation(struct gql_parser *ps)
 }
 
 /* fragment Name on Type [Directives] SelectionSet */
-static int graphql_parse_fragment(struct gql_parser *ps)
+static int
+graphql_parse_fragment(struct gql_parser *ps)
 {
 	graphql_next(ps);
 	if (graphql_is_word(ps, "on"))
@@ -583,7 +612,8 @@ static int graphql_parse_fragment(struct gql_parser *ps)
 	return graphql_parse_selection_set(ps);
 }
 
-static int graphql_parse_document(struct gql_parser *ps)
+static int
+graphql_parse_document(struct gql_parser *ps)
 {
 	static const char *typesys[] = {"schema", "scalar", "type",      "interface", "union",
 	                                "enum",   "input",  "directive", "extend"};
@@ -619,7 +649,8 @@ static int graphql_parse_document(struct gql_parser *ps)
 	return ps->err == NULL ? 0 : -1;
 }
 
-static int graphql_opdef_cmp(const void *a, const void *b)
+static int
+graphql_opdef_cmp(const void *a, const void *b)
 {
 	const struct gql_opdef *x = a, *y = b;
 	size_t n = x->namelen < y->namelen ? x->namelen : y->namelen;
@@ -635,7 +666,8 @@ static int graphql_opdef_cmp(const void *a, const void *b)
  * one that runs whatever operationName says: a server either runs it or
  * rejects the request, so its type is the answer either way.
  */
-static void graphql_select(struct gql_parser *ps, const char *opname, struct gql_result *res)
+static void
+graphql_select(struct gql_parser *ps, const char *opname, struct gql_result *res)
 {
 	const struct gql_opdef *sel = NULL;
 	size_t i, n;
@@ -682,8 +714,8 @@ static void graphql_select(struct gql_parser *ps, const char *opname, struct gql
 	}
 }
 
-enum gql_op graphql_classify_document(const char *doc, size_t len, const char *opname,
-                                      struct gql_result *res)
+enum gql_op
+graphql_classify_document(const char *doc, size_t len, const char *opname, struct gql_result *res)
 {
 	struct gql_parser ps;
 
@@ -707,7 +739,8 @@ enum gql_op graphql_classify_document(const char *doc, size_t len, const char *o
  * A leading string counts too, as newer drafts allow descriptions on
  * operations. Comments are skipped unchecked here; the full parse checks.
  */
-static int graphql_looks_like(const char *s, size_t len)
+static int
+graphql_looks_like(const char *s, size_t len)
 {
 	static const char *words[] = {"query", "mutation", "subscription", "fragment"};
 	const unsigned char *p = (const unsigned char *)s, *end = p + len, *w;
@@ -727,7 +760,8 @@ static int graphql_looks_like(const char *s, size_t len)
 }
 
 /* Percent-decodes (with '+' as space); a malformed escape stays literal. */
-static char *graphql_pct_decode(const char *s, size_t len, size_t *outlen)
+static char *
+graphql_pct_decode(const char *s, size_t len, size_t *outlen)
 {
 	char *out = xmalloc(len + 1);
 	size_t i, n = 0;
@@ -753,8 +787,9 @@ static char *graphql_pct_decode(const char *s, size_t len, size_t *outlen)
  * some server frameworks split on either: a parameter hidden behind ';'
  * must still be seen.
  */
-static int graphql_form_next(const char **pp, const char *end, char **key, size_t *keylen,
-                             char **val, size_t *vallen)
+static int
+graphql_form_next(const char **pp, const char *end, char **key, size_t *keylen, char **val,
+                  size_t *vallen)
 {
 	const char *p = *pp, *e, *eq;
 
@@ -780,12 +815,14 @@ struct gql_params {
 	int persisted;  /* extensions with a persistedQuery */
 };
 
-static int graphql_key_is(const char *key, size_t keylen, const char *name)
+static int
+graphql_key_is(const char *key, size_t keylen, const char *name)
 {
 	return keylen == strlen(name) && strncasecmp(key, name, keylen) == 0;
 }
 
-static void graphql_form_params(const char *s, size_t len, struct gql_params *gp)
+static void
+graphql_form_params(const char *s, size_t len, struct gql_params *gp)
 {
 	const char *p, *end = s + len;
 	char *key, *val;
@@ -818,8 +855,9 @@ static void graphql_form_params(const char *s, size_t len, struct gql_params *gp
  * as express-graphql let a URL operationName override the body's, under
  * the URL's too: the worse answer stands.
  */
-static void graphql_classify_doc_names(const char *doc, size_t len, const char *opname,
-                                       const struct gql_params *url, struct gql_result *res)
+static void
+graphql_classify_doc_names(const char *doc, size_t len, const char *opname,
+                           const struct gql_params *url, struct gql_result *res)
 {
 	struct gql_result r;
 
@@ -834,8 +872,9 @@ static void graphql_classify_doc_names(const char *doc, size_t len, const char *
 }
 
 /* GraphQL over GET, or in a form body (url: the request's URL parameters). */
-static void graphql_classify_form(const char *s, size_t len, const struct gql_params *url,
-                                  struct gql_result *res)
+static void
+graphql_classify_form(const char *s, size_t len, const struct gql_params *url,
+                      struct gql_result *res)
 {
 	const char *p, *end = s + len;
 	char *key, *val;
@@ -864,7 +903,8 @@ static void graphql_classify_form(const char *s, size_t len, const struct gql_pa
 }
 
 /* The member called name in any letter case; *dup set when two spell it. */
-static json_t *graphql_json_member(json_t *obj, const char *name, int *dup)
+static json_t *
+graphql_json_member(json_t *obj, const char *name, int *dup)
 {
 	json_t *found = NULL;
 	void *it;
@@ -878,7 +918,8 @@ static json_t *graphql_json_member(json_t *obj, const char *name, int *dup)
 	return found;
 }
 
-static int graphql_json_persisted(json_t *obj, int *dup)
+static int
+graphql_json_persisted(json_t *obj, int *dup)
 {
 	json_t *ext;
 	int p;
@@ -893,8 +934,8 @@ static int graphql_json_persisted(json_t *obj, int *dup)
 }
 
 /* One JSON request object; GQL_NONE when it is not GraphQL-shaped. */
-static void graphql_classify_json_object(json_t *obj, const struct gql_params *url,
-                                         struct gql_result *res)
+static void
+graphql_classify_json_object(json_t *obj, const struct gql_params *url, struct gql_result *res)
 {
 	json_t *q, *on;
 	int dup = 0, persisted;
@@ -919,8 +960,8 @@ static void graphql_classify_json_object(json_t *obj, const struct gql_params *u
 }
 
 /* A batch is a query only if every entry is; res tells the first that is not. */
-static void graphql_classify_json_batch(json_t *arr, const struct gql_params *url,
-                                        struct gql_result *res)
+static void
+graphql_classify_json_batch(json_t *arr, const struct gql_params *url, struct gql_result *res)
 {
 	struct gql_result r, first;
 	size_t i, n = json_array_size(arr);
@@ -957,7 +998,8 @@ static void graphql_classify_json_batch(json_t *arr, const struct gql_params *ur
  * parser (NaN, invalid UTF-8, \u0000, duplicate keys, trailing data), so one
  * that could spell a query member is not waved through.
  */
-static int graphql_json_suspect(const char *body, size_t len)
+static int
+graphql_json_suspect(const char *body, size_t len)
 {
 	size_t i;
 
@@ -969,8 +1011,9 @@ static int graphql_json_suspect(const char *body, size_t len)
 }
 
 /* declared: the content type says JSON; otherwise the body was sniffed. */
-static void graphql_classify_json(const char *body, size_t len, int declared,
-                                  const struct gql_params *url, struct gql_result *res)
+static void
+graphql_classify_json(const char *body, size_t len, int declared, const struct gql_params *url,
+                      struct gql_result *res)
 {
 	json_error_t jerr;
 	json_t *root;
@@ -1000,7 +1043,8 @@ enum gql_media {
 };
 
 /* The media type without parameters, compared case-insensitively. */
-static enum gql_media graphql_media(const char *ct)
+static enum gql_media
+graphql_media(const char *ct)
 {
 	size_t n;
 
@@ -1021,8 +1065,9 @@ static enum gql_media graphql_media(const char *ct)
 	return MEDIA_OTHER;
 }
 
-static void graphql_classify_body(const char *ct, const char *body, size_t len, int truncated,
-                                  const struct gql_params *url, struct gql_result *res)
+static void
+graphql_classify_body(const char *ct, const char *body, size_t len, int truncated,
+                      const struct gql_params *url, struct gql_result *res)
 {
 	enum gql_media m = graphql_media(ct);
 	size_t i;
@@ -1069,9 +1114,10 @@ static void graphql_classify_body(const char *ct, const char *body, size_t len, 
  * The method does not matter: servers read URL parameters on POST and
  * bodies on GET, so both are always classified and the worst wins.
  */
-enum gql_op graphql_classify_request(const char *method, const char *content_type, const char *body,
-                                     size_t body_len, int body_truncated, const char *query_string,
-                                     struct gql_result *res)
+enum gql_op
+graphql_classify_request(const char *method, const char *content_type, const char *body,
+                         size_t body_len, int body_truncated, const char *query_string,
+                         struct gql_result *res)
 {
 	struct gql_params url;
 	struct gql_result b;
@@ -1097,7 +1143,8 @@ enum gql_op graphql_classify_request(const char *method, const char *content_typ
 	return res->op;
 }
 
-const char *graphql_op_name(enum gql_op op)
+const char *
+graphql_op_name(enum gql_op op)
 {
 	static const char *names[] = {[GQL_NONE] = "none",
 	                              [GQL_QUERY] = "query",

@@ -14,7 +14,8 @@
 
 #define FUZZ_MAX_INPUT (64 * 1024)
 
-static enum gql_op fuzz_classify(unsigned mode, const char *s, size_t len, struct gql_result *res)
+static enum gql_op
+fuzz_classify(unsigned mode, const char *s, size_t len, struct gql_result *res)
 {
 	const char *nl;
 	char *qs;
@@ -52,14 +53,16 @@ static enum gql_op fuzz_classify(unsigned mode, const char *s, size_t len, struc
 	}
 }
 
-static void fuzz_check(const struct gql_result *res, enum gql_op op)
+static void
+fuzz_check(const struct gql_result *res, enum gql_op op)
 {
 	if (op != res->op || (unsigned)op > GQL_UNKNOWN || res->reason == NULL ||
 	    memchr(res->name, '\0', sizeof res->name) == NULL)
 		abort();
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct gql_result r1, r2;
 	enum gql_op op;

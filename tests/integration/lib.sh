@@ -16,7 +16,9 @@ T=$(mktemp -d "${TMPDIR:-/tmp}/egress-it.XXXXXX")
 LIB_PIDS=""
 lib_cleanup() {
 	local p
-	for p in $LIB_PIDS; do kill -KILL "$p" 2>/dev/null; done
+	for p in $LIB_PIDS; do
+		kill -KILL "$p" 2>/dev/null && wait "$p" 2>/dev/null
+	done
 	rm -rf "$T"
 }
 trap lib_cleanup EXIT

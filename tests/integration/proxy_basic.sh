@@ -139,7 +139,7 @@ expect_eq "$(jqf .len):$(jqf .sha256)" "5000:$(sha256sum <"$T/e.bin" | cut -d' '
 
 # --- pipelining: three requests in one write, answered in order ---
 before=$(origin_count 'select(.method)')
-req() { printf 'GET http://plain.test:%s%s HTTP/1.1\r\nHost: plain.test:%s\r\n%s\r\n' "$O" "$1" "$O" "$2"; }
+req() { printf 'GET http://plain.test:%s%s HTTP/1.1\r\nHost: plain.test:%s\r\n%b\r\n' "$O" "$1" "$O" "$2"; }
 run python3 "$RAW" send "$A_PORT" < <(req '/status?code=201' ''; req /hello ''; req '/status?code=202' 'Connection: close\r\n')
 expect_eq "$(jqf '[.responses[].status] | join(",")')" "201,200,202" "pipelined answers in order"
 expect_eq "$(jqf .closed)" true "Connection: close honoured after the pipeline"

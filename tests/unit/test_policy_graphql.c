@@ -15,7 +15,8 @@
 
 #include "policy.h"
 
-static enum gql_op test_op_parse(const char *s)
+static enum gql_op
+test_op_parse(const char *s)
 {
 	static const enum gql_op ops[] = {GQL_NONE, GQL_QUERY, GQL_MUTATION, GQL_SUBSCRIPTION,
 	                                  GQL_UNKNOWN};
@@ -29,7 +30,8 @@ static enum gql_op test_op_parse(const char *s)
 	return GQL_UNKNOWN;
 }
 
-static char *test_read_file(const char *name, size_t *len)
+static char *
+test_read_file(const char *name, size_t *len)
 {
 	char path[1024];
 	struct buf b;
@@ -50,7 +52,8 @@ static char *test_read_file(const char *name, size_t *len)
 }
 
 /* A TSV field: "-" is NULL, "@name" a data file, else \t \n \r \\ \xHH escapes. */
-static char *test_field(const char *s, size_t *len)
+static char *
+test_field(const char *s, size_t *len)
 {
 	struct buf b;
 	unsigned v;
@@ -93,7 +96,8 @@ static char *test_field(const char *s, size_t *len)
 	return buf_release(&b);
 }
 
-static void test_table(void **state)
+static void
+test_table(void **state)
 {
 	char line[8192], *f[8], *p, *qs, *body, *ct, *opname;
 	size_t n, qslen, bodylen, ctlen, oplen;
@@ -147,7 +151,8 @@ static void test_table(void **state)
 	assert_true(cases >= 60);
 }
 
-static char *test_repeat(const char *head, const char *unit, size_t count, const char *tail)
+static char *
+test_repeat(const char *head, const char *unit, size_t count, const char *tail)
 {
 	struct buf b;
 	size_t i;
@@ -160,8 +165,9 @@ static char *test_repeat(const char *head, const char *unit, size_t count, const
 	return buf_release(&b);
 }
 
-static enum gql_op test_classify_nested(const char *open, const char *close, const char *head,
-                                        size_t depth, const char *tail, struct gql_result *res)
+static enum gql_op
+test_classify_nested(const char *open, const char *close, const char *head, size_t depth,
+                     const char *tail, struct gql_result *res)
 {
 	struct buf b;
 	enum gql_op op;
@@ -180,7 +186,8 @@ static enum gql_op test_classify_nested(const char *open, const char *close, con
 	return op;
 }
 
-static void test_depth(void **state)
+static void
+test_depth(void **state)
 {
 	struct gql_result res;
 
@@ -207,7 +214,8 @@ static void test_depth(void **state)
 	assert_string_equal(res.reason, "parse error: unexpected end of document");
 }
 
-static void test_tokens(void **state)
+static void
+test_tokens(void **state)
 {
 	struct gql_result res;
 	char *doc;
@@ -233,7 +241,8 @@ static void test_tokens(void **state)
 	free(doc);
 }
 
-static void test_names(void **state)
+static void
+test_names(void **state)
 {
 	struct gql_result res;
 	char *doc;
@@ -254,7 +263,8 @@ static void test_names(void **state)
 	assert_int_equal(graphql_classify_document(NULL, 0, NULL, &res), GQL_UNKNOWN);
 }
 
-static void test_request(void **state)
+static void
+test_request(void **state)
 {
 	static const char big[] = "{\"query\":\"{ a }\"}";
 	struct gql_result res;
@@ -298,7 +308,8 @@ static void test_request(void **state)
 	free(body);
 }
 
-int main(void)
+int
+main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_table),   cmocka_unit_test(test_depth),

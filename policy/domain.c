@@ -393,10 +393,12 @@ domain_psl(void)
 }
 
 /*
- * Both sections of the list count, private ones too: "*.github.io" or
- * "*.s3.amazonaws.com" would open the list to every account on the
- * platform, which is the same mistake as "*.com". The default "*" rule
- * applies as well, so an unlisted single label ("*.internal") is a suffix.
+ * The ICANN section of the list counts ("*.com", "*.co.uk"), and so does
+ * the default "*" rule, so an unlisted single label ("*.internal") is a
+ * suffix too. The private section does not: its entries are platforms run
+ * by one organisation ("githubusercontent.com", "github.io"), and
+ * allowing "*.githubusercontent.com" is a deliberate, documented choice
+ * (it trusts every tenant of that platform; docs/config.md says so).
  */
 static int
 domain_is_public_suffix(const char *name)
@@ -405,7 +407,23 @@ domain_is_public_suffix(const char *name)
 
 	if (psl == NULL)
 		return strchr(name, '.') == NULL;
-	return psl_is_public_suffix2(psl, name, PSL_TYPE_ANY);
+	return psl_is_public_suffix2(psl, name, PSL_TYPE_ICANN);
+}
+
+/*
+ * Whether pattern is a wildcard over a suffix of the list's private
+ * section: a platform where anyone can publish ("*.herokuapp.com"). Such
+ * an allowlist entry is accepted, but it trusts every tenant, so the
+ * policy warns about it.
+ */
+int
+domain_wildcard_shared(const char *pattern)
+{
+	const psl_ctx_t *psl = domain_psl();
+
+	if (psl == NULL || strncmp(pattern, "*.", 2) != 0)
+		return 0;
+	return psl_is_public_suffix2(psl, pattern + 2, PSL_TYPE_PRIVATE | PSL_TYPE_NO_STAR_RULE);
 }
 
 static const char *

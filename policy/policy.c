@@ -62,6 +62,25 @@ policy_build_set(struct domain_set *set, const struct cfg_list *list, int flags,
 	return rc;
 }
 
+/* Allowlist wildcards over shared platforms: accepted, but said out loud. */
+static void
+policy_warn_shared(const struct cfg_list *list, struct buf *warn)
+{
+	const struct cfg_item *it;
+	size_t i;
+
+	for (i = 0; i < list->n; i++) {
+		it = &list->items[i];
+		if (!domain_wildcard_shared(it->value))
+			continue;
+		buf_printf(warn,
+		    "%s:%u:%u: allowlist entry \"%s\" covers a platform where anyone can "
+		    "publish: it lets every tenant receive any method; list the exact hosts "
+		    "you need instead\n",
+		    it->loc.file ? it->loc.file : "builtin", it->loc.line, it->loc.col, it->value);
+	}
+}
+
 /* Load network.blocklistFiles into the blocklist; unreadable files are errors. */
 static int
 policy_load_lists(struct policy *p, struct buf *errs, struct buf *warn)
@@ -115,6 +134,7 @@ policy_new(struct config *cfg, struct buf *errs)
 
 	if (policy_build_set(p->allow, &cfg->allowlist, DOMAIN_F_ALLOWLIST, "allowlist", errs) == -1)
 		rc = -1;
+	policy_warn_shared(&cfg->allowlist, &warn);
 	if (policy_build_set(p->block, &cfg->blocklist, 0, "blocklist", errs) == -1)
 		rc = -1;
 	if (policy_build_set(p->passthrough, &cfg->passthrough, DOMAIN_F_NO_ADDR, "passthrough",

@@ -86,6 +86,7 @@ int		 domain_set_match_name(const struct domain_set *, const char *,
 int		 domain_set_match_addr(const struct domain_set *, const struct addr *,
 		    struct domain_match *);
 size_t		 domain_set_count(const struct domain_set *);
+int		 domain_wildcard_shared(const char *);
 
 /* listfile.c */
 #define LISTFILE_SHOW_INVALID	5

@@ -360,11 +360,15 @@ def main():
     a = ap.parse_args()
     if a.gen is not None:
         n, k, out = a.gen, 0, sys.stdout.buffer
-        while n > 0:
-            blk = big_block(k)[:n]
-            out.write(blk)
-            n -= len(blk)
-            k += 1
+        try:
+            while n > 0:
+                blk = big_block(k)[:n]
+                out.write(blk)
+                n -= len(blk)
+                k += 1
+            out.flush()
+        except BrokenPipeError:
+            os._exit(1)	# the reader gave up; it reports that itself
         return
     srv = Server(a.log)
     ls = socket.socket(socket.AF_INET, socket.SOCK_STREAM)

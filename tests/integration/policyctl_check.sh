@@ -80,6 +80,17 @@ run "$POLICYCTL" check --config "$T/nolist.yaml"
 expect_rc 2 "missing list file is an error"
 expect_contains "$ERR" "$T/nolist.yaml:2:20:" "missing list file position"
 
+# Allowlist wildcards: over a public suffix an error, over a shared platform a warning.
+printf 'network:\n  allowlist: ["*.herokuapp.com", "api.example.com"]\n' >"$T/shared.yaml"
+run "$POLICYCTL" check --config "$T/shared.yaml"
+expect_rc 0 "shared-platform wildcard is accepted"
+expect_contains "$ERR" "$T/shared.yaml:2:15: allowlist entry \"*.herokuapp.com\" covers a platform where anyone can publish" "shared-platform wildcard warned"
+printf 'network:\n  allowlist: ["*.co.uk"]\n  blocklist: ["*.co.uk"]\n' >"$T/psl.yaml"
+run "$POLICYCTL" check --config "$T/psl.yaml"
+expect_rc 2 "public-suffix wildcard in the allowlist is an error"
+expect_contains "$ERR" "$T/psl.yaml:2:15: allowlist entry \"*.co.uk\": wildcard over a public suffix" "public suffix error text"
+expect_contains "$ERR" "1 error in configuration" "the blocklist may block a suffix"
+
 # The seed's JSON file shape with its aliases.
 mkdir -p "$T/.opencode"
 printf '{"network": {"allow_methods": ["GET", "POST"], "allow_graphql_queries": false}}\n' >"$T/.opencode/sandbox.json"

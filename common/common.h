@@ -10,17 +10,17 @@
 #include <stdint.h>
 #include <time.h>
 
-#define EG_PRINTF(a, b)	__attribute__((format(printf, a, b)))
-#define EG_NORETURN	__attribute__((noreturn))
-#define EG_NELEM(a)	(sizeof(a) / sizeof((a)[0]))
+#define EG_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#define EG_NORETURN     __attribute__((noreturn))
+#define EG_NELEM(a)     (sizeof(a) / sizeof((a)[0]))
 
 /* xmalloc.c */
-void	*xmalloc(size_t);
-void	*xcalloc(size_t, size_t);
-void	*xreallocarray(void *, size_t, size_t);
-char	*xstrdup(const char *);
-char	*xstrndup(const char *, size_t);
-char	*xasprintf(const char *, ...) EG_PRINTF(1, 2);
+void *xmalloc(size_t);
+void *xcalloc(size_t, size_t);
+void *xreallocarray(void *, size_t, size_t);
+char *xstrdup(const char *);
+char *xstrndup(const char *, size_t);
+char *xasprintf(const char *, ...) EG_PRINTF(1, 2);
 
 /* log.c */
 enum log_level {
@@ -30,43 +30,43 @@ enum log_level {
 	LOG_LVL_DEBUG,
 };
 extern int log_verbosity; /* the one global: read by log_debug before formatting */
-void	log_init(const char *, int);
-void	log_warn(const char *, ...) EG_PRINTF(1, 2);
-void	log_warnx(const char *, ...) EG_PRINTF(1, 2);
-void	log_info(const char *, ...) EG_PRINTF(1, 2);
-void	log_debug_(const char *, ...) EG_PRINTF(1, 2);
-#define log_debug(...)                                  \
-	do {                                            \
-		if (log_verbosity >= LOG_LVL_DEBUG)     \
-			log_debug_(__VA_ARGS__);        \
+void log_init(const char *, int);
+void log_warn(const char *, ...) EG_PRINTF(1, 2);
+void log_warnx(const char *, ...) EG_PRINTF(1, 2);
+void log_info(const char *, ...) EG_PRINTF(1, 2);
+void log_debug_(const char *, ...) EG_PRINTF(1, 2);
+#define log_debug(...)                                                                             \
+	do {                                                                                       \
+		if (log_verbosity >= LOG_LVL_DEBUG)                                                \
+			log_debug_(__VA_ARGS__);                                                   \
 	} while (0)
-void	fatal(const char *, ...) EG_PRINTF(1, 2) EG_NORETURN;
-void	fatalx(const char *, ...) EG_PRINTF(1, 2) EG_NORETURN;
+void fatal(const char *, ...) EG_PRINTF(1, 2) EG_NORETURN;
+void fatalx(const char *, ...) EG_PRINTF(1, 2) EG_NORETURN;
 
 /* buf.c */
 struct buf {
-	char	*data;	/* always NUL-terminated when cap > 0 */
-	size_t	 len;
-	size_t	 cap;
+	char *data; /* always NUL-terminated when cap > 0 */
+	size_t len;
+	size_t cap;
 };
-void	 buf_init(struct buf *);
-void	 buf_free(struct buf *);
-void	 buf_reset(struct buf *);
-void	 buf_reserve(struct buf *, size_t);
-void	 buf_add(struct buf *, const void *, size_t);
-void	 buf_addc(struct buf *, char);
-void	 buf_adds(struct buf *, const char *);
-void	 buf_printf(struct buf *, const char *, ...) EG_PRINTF(2, 3);
-void	 buf_vprintf(struct buf *, const char *, va_list) EG_PRINTF(2, 0);
+void buf_init(struct buf *);
+void buf_free(struct buf *);
+void buf_reset(struct buf *);
+void buf_reserve(struct buf *, size_t);
+void buf_add(struct buf *, const void *, size_t);
+void buf_addc(struct buf *, char);
+void buf_adds(struct buf *, const char *);
+void buf_printf(struct buf *, const char *, ...) EG_PRINTF(2, 3);
+void buf_vprintf(struct buf *, const char *, va_list) EG_PRINTF(2, 0);
 const char *buf_cstr(struct buf *);
-char	*buf_release(struct buf *);
+char *buf_release(struct buf *);
 
 /* json.c */
-void	 json_escape(struct buf *, const char *, size_t);
-void	 json_escape_str(struct buf *, const char *);
+void json_escape(struct buf *, const char *, size_t);
+void json_escape_str(struct buf *, const char *);
 
 /* timeutil.c */
-void	 time_rfc3339_ms(const struct timespec *, char[32]);
+void time_rfc3339_ms(const struct timespec *, char[32]);
 uint64_t time_mono_ms(void);
 
 #endif

@@ -59,7 +59,7 @@ json_escape(struct buf *b, const char *s, size_t len)
 		/* Copy the longest run of bytes that need no escaping at once. */
 		run = i;
 		while (run < len && p[run] >= 0x20 && p[run] < 0x7f && p[run] != '"' &&
-		    p[run] != '\\')
+		       p[run] != '\\')
 			run++;
 		if (run > i) {
 			buf_add(b, p + i, run - i);

@@ -19,6 +19,8 @@ log_init(const char *prog, int level)
 	log_verbosity = level;
 }
 
+static void log_vemit(const char *, const char *, va_list, int) EG_PRINTF(2, 0);
+
 static void
 log_vemit(const char *prefix, const char *fmt, va_list ap, int with_errno)
 {
@@ -33,12 +35,12 @@ log_vemit(const char *prefix, const char *fmt, va_list ap, int with_errno)
 	errno = saved;
 }
 
-#define LOG_BODY(level, prefix, with_errno)                  \
-	va_list ap;                                          \
-	if (log_verbosity < (level))                         \
-		return;                                      \
-	va_start(ap, fmt);                                   \
-	log_vemit(prefix, fmt, ap, with_errno);              \
+#define LOG_BODY(level, prefix, with_errno)                                                        \
+	va_list ap;                                                                                \
+	if (log_verbosity < (level))                                                               \
+		return;                                                                            \
+	va_start(ap, fmt);                                                                         \
+	log_vemit(prefix, fmt, ap, with_errno);                                                    \
 	va_end(ap)
 
 void

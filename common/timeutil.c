@@ -18,8 +18,8 @@ time_rfc3339_ms(const struct timespec *ts, char out[32])
 	if (tm.tm_year + 1900 < 0 || tm.tm_year + 1900 > 9999)
 		tm.tm_year = 9999 - 1900;
 	snprintf(out, 32, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ", tm.tm_year + 1900,
-	    (tm.tm_mon + 1) % 100, tm.tm_mday % 100, tm.tm_hour % 100, tm.tm_min % 100,
-	    tm.tm_sec % 100, (long)(ts->tv_nsec / 1000000) % 1000);
+	         (tm.tm_mon + 1) % 100, tm.tm_mday % 100, tm.tm_hour % 100, tm.tm_min % 100,
+	         tm.tm_sec % 100, (long)(ts->tv_nsec / 1000000) % 1000);
 }
 
 uint64_t

@@ -78,7 +78,8 @@ static const uint8_t addr_nat64_prefix[12] = {0x00, 0x64, 0xff, 0x9b};
 static const uint8_t addr_v4compat_prefix[12];
 
 /* Compares the first plen bits of two byte strings. */
-static int addr_prefix_equal(const uint8_t *a, const uint8_t *b, unsigned plen)
+static int
+addr_prefix_equal(const uint8_t *a, const uint8_t *b, unsigned plen)
 {
 	unsigned full = plen / 8, rest = plen % 8;
 	uint8_t mask;
@@ -91,13 +92,15 @@ static int addr_prefix_equal(const uint8_t *a, const uint8_t *b, unsigned plen)
 	return (a[full] & mask) == (b[full] & mask);
 }
 
-static unsigned addr_bits(sa_family_t af)
+static unsigned
+addr_bits(sa_family_t af)
 {
 	return af == AF_INET ? 32 : 128;
 }
 
 /* Strict dotted quad: four decimal parts, no leading zeros, no other bases. */
-static const char *addr_parse_v4(const char *s, uint8_t out[4])
+static const char *
+addr_parse_v4(const char *s, uint8_t out[4])
 {
 	unsigned part, v, ndigits;
 	const char *p = s;
@@ -125,7 +128,8 @@ static const char *addr_parse_v4(const char *s, uint8_t out[4])
 	return NULL;
 }
 
-const char *addr_parse(const char *s, struct addr *out)
+const char *
+addr_parse(const char *s, struct addr *out)
 {
 	memset(out, 0, sizeof *out);
 	if (*s == '\0')
@@ -144,7 +148,8 @@ const char *addr_parse(const char *s, struct addr *out)
 	return NULL;
 }
 
-void addr_format(const struct addr *a, char *out, size_t len)
+void
+addr_format(const struct addr *a, char *out, size_t len)
 {
 	char tmp[INET6_ADDRSTRLEN];
 
@@ -156,7 +161,8 @@ void addr_format(const struct addr *a, char *out, size_t len)
 	snprintf(out, len, "%s", tmp);
 }
 
-const char *addr_cidr_parse(const char *s, struct cidr *out)
+const char *
+addr_cidr_parse(const char *s, struct cidr *out)
 {
 	char text[INET6_ADDRSTRLEN];
 	const char *slash, *p, *error;
@@ -199,7 +205,8 @@ const char *addr_cidr_parse(const char *s, struct cidr *out)
 	return NULL;
 }
 
-void addr_cidr_format(const struct cidr *c, char *out, size_t len)
+void
+addr_cidr_format(const struct cidr *c, char *out, size_t len)
 {
 	char text[INET6_ADDRSTRLEN];
 
@@ -207,7 +214,8 @@ void addr_cidr_format(const struct cidr *c, char *out, size_t len)
 	snprintf(out, len, "%s/%u", text, c->plen);
 }
 
-void addr_unmap(const struct addr *in, struct addr *out)
+void
+addr_unmap(const struct addr *in, struct addr *out)
 {
 	struct addr tmp;
 
@@ -226,7 +234,8 @@ void addr_unmap(const struct addr *in, struct addr *out)
  * Both sides are unmapped first, so ::ffff:10.1.2.3 is in 10.0.0.0/8 and
  * 10.1.2.3 is in ::ffff:10.0.0.0/104 alike.
  */
-int addr_in_cidr(const struct addr *a, const struct cidr *c)
+int
+addr_in_cidr(const struct addr *a, const struct cidr *c)
 {
 	struct addr ua;
 	struct cidr uc = *c;
@@ -244,7 +253,8 @@ int addr_in_cidr(const struct addr *a, const struct cidr *c)
 	return addr_prefix_equal(ua.a, uc.net.a, uc.plen);
 }
 
-static const char *addr_table_lookup(const struct addr *a)
+static const char *
+addr_table_lookup(const struct addr *a)
 {
 	const struct addr_range *r;
 	size_t i;
@@ -258,7 +268,8 @@ static const char *addr_table_lookup(const struct addr *a)
 }
 
 /* The IPv4 address carried in a NAT64 or 6to4 address, if any. */
-static int addr_embedded_v4(const struct addr *a, struct addr *v4)
+static int
+addr_embedded_v4(const struct addr *a, struct addr *v4)
 {
 	memset(v4, 0, sizeof *v4);
 	v4->af = AF_INET;
@@ -279,7 +290,8 @@ static int addr_embedded_v4(const struct addr *a, struct addr *v4)
  * but still reported as metadata when it carries a metadata address, since
  * metadata yields to fewer exceptions than other special ranges.
  */
-const char *addr_special(const struct addr *a)
+const char *
+addr_special(const struct addr *a)
 {
 	struct addr u, v4;
 	const char *name;
@@ -302,7 +314,8 @@ const char *addr_special(const struct addr *a)
 	return addr_table_lookup(&u);
 }
 
-int addr_is_metadata(const struct addr *a)
+int
+addr_is_metadata(const struct addr *a)
 {
 	return addr_special(a) == addr_metadata;
 }

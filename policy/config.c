@@ -46,7 +46,8 @@ struct cfg_reader {
 };
 
 /* Escape untrusted text for a message: quotes, backslashes, bytes outside ASCII. */
-void config_escape(struct buf *b, const char *s, size_t len)
+void
+config_escape(struct buf *b, const char *s, size_t len)
 {
 	size_t i, max = len > CONFIG_MAX_SHOWN ? CONFIG_MAX_SHOWN : len;
 	unsigned char c;
@@ -65,7 +66,8 @@ void config_escape(struct buf *b, const char *s, size_t len)
 	buf_add(b, "", 0); /* terminated even when nothing was added */
 }
 
-void config_error(struct cfg_ctx *ctx, const struct cfg_loc *loc, const char *fmt, ...)
+void
+config_error(struct cfg_ctx *ctx, const struct cfg_loc *loc, const char *fmt, ...)
 {
 	struct cfg_msg *m;
 	struct buf b;
@@ -94,7 +96,8 @@ void config_error(struct cfg_ctx *ctx, const struct cfg_loc *loc, const char *fm
 	m->text = buf_release(&b);
 }
 
-static int config_msg_cmp(const void *a, const void *b)
+static int
+config_msg_cmp(const void *a, const void *b)
 {
 	const struct cfg_msg *x = a, *y = b;
 
@@ -106,7 +109,8 @@ static int config_msg_cmp(const void *a, const void *b)
 }
 
 /* Hand one file's messages to the caller, in file order. */
-static void config_flush(struct cfg_ctx *ctx, const char *file)
+static void
+config_flush(struct cfg_ctx *ctx, const char *file)
 {
 	size_t i;
 
@@ -125,7 +129,8 @@ static void config_flush(struct cfg_ctx *ctx, const char *file)
 	ctx->dropped = 0;
 }
 
-static void config_node_free(struct cfg_node *n)
+static void
+config_node_free(struct cfg_node *n)
 {
 	size_t i;
 
@@ -138,7 +143,8 @@ static void config_node_free(struct cfg_node *n)
 	free(n);
 }
 
-static struct cfg_loc config_mark(const struct cfg_reader *r, const yaml_mark_t *m)
+static struct cfg_loc
+config_mark(const struct cfg_reader *r, const yaml_mark_t *m)
 {
 	struct cfg_loc loc;
 
@@ -149,7 +155,8 @@ static struct cfg_loc config_mark(const struct cfg_reader *r, const yaml_mark_t 
 }
 
 /* Standard tags only: a custom tag would ask for a type this schema lacks. */
-static int config_tag_ok(const char *tag)
+static int
+config_tag_ok(const char *tag)
 {
 	static const char *const ok[] = {"str", "int", "bool", "null", "float", "seq", "map"};
 	size_t i;
@@ -165,9 +172,9 @@ static int config_tag_ok(const char *tag)
 }
 
 /* Create a node for an event and hang it under the open collection. */
-static struct cfg_node *config_node_add(struct cfg_reader *r, const yaml_event_t *ev,
-                                        enum cfg_node_type type, const char *anchor,
-                                        const char *tag)
+static struct cfg_node *
+config_node_add(struct cfg_reader *r, const yaml_event_t *ev, enum cfg_node_type type,
+                const char *anchor, const char *tag)
 {
 	struct cfg_node *n, *parent;
 	struct buf b;
@@ -207,7 +214,8 @@ static struct cfg_node *config_node_add(struct cfg_reader *r, const yaml_event_t
 	return n;
 }
 
-static void config_push(struct cfg_reader *r, struct cfg_node *n)
+static void
+config_push(struct cfg_reader *r, struct cfg_node *n)
 {
 	if (r->depth == CONFIG_MAX_DEPTH) {
 		config_error(r->ctx, &n->loc, "nesting deeper than %d levels", CONFIG_MAX_DEPTH);
@@ -217,7 +225,8 @@ static void config_push(struct cfg_reader *r, struct cfg_node *n)
 	r->stack[r->depth++] = n;
 }
 
-static int config_key_cmp(const void *a, const void *b)
+static int
+config_key_cmp(const void *a, const void *b)
 {
 	const struct cfg_node *x = *(struct cfg_node *const *)a;
 	const struct cfg_node *y = *(struct cfg_node *const *)b;
@@ -233,7 +242,8 @@ static int config_key_cmp(const void *a, const void *b)
 }
 
 /* Report repeated keys; sorting keeps huge mappings from going quadratic. */
-static void config_check_dups(struct cfg_reader *r, struct cfg_node *map)
+static void
+config_check_dups(struct cfg_reader *r, struct cfg_node *map)
 {
 	struct cfg_node **keys, *first = NULL;
 	size_t i, n = 0;
@@ -262,7 +272,8 @@ static void config_check_dups(struct cfg_reader *r, struct cfg_node *map)
 }
 
 /* Handle one parser event; returns 0 at the end of the stream or on a fatal error. */
-static int config_event(struct cfg_reader *r, const yaml_event_t *ev)
+static int
+config_event(struct cfg_reader *r, const yaml_event_t *ev)
 {
 	struct cfg_node *n;
 	struct cfg_loc loc;
@@ -319,8 +330,8 @@ static int config_event(struct cfg_reader *r, const yaml_event_t *ev)
 }
 
 /* Build the node tree of one file; NULL when there is nothing to validate. */
-static struct cfg_node *config_read_tree(struct cfg_ctx *ctx, const char *file, const char *data,
-                                         size_t len, int *ok)
+static struct cfg_node *
+config_read_tree(struct cfg_ctx *ctx, const char *file, const char *data, size_t len, int *ok)
 {
 	struct cfg_reader r;
 	yaml_parser_t parser;
@@ -362,7 +373,8 @@ static struct cfg_node *config_read_tree(struct cfg_ctx *ctx, const char *file, 
 }
 
 /* The absolute directory of a config file, for its relative list paths. */
-static char *config_base_dir(const char *file)
+static char *
+config_base_dir(const char *file)
 {
 	const char *slash;
 	char cwd[4096], *dir;
@@ -380,7 +392,8 @@ static char *config_base_dir(const char *file)
 	return dir;
 }
 
-static void config_list_clear(struct cfg_list *l)
+static void
+config_list_clear(struct cfg_list *l)
 {
 	size_t i;
 
@@ -391,7 +404,8 @@ static void config_list_clear(struct cfg_list *l)
 }
 
 /* Merge a list set in a later file: append or replace, taking src's items. */
-static void config_merge_list(struct cfg_list *dst, struct cfg_list *src, int append)
+static void
+config_merge_list(struct cfg_list *dst, struct cfg_list *src, int append)
 {
 	if (!src->set)
 		return;
@@ -416,7 +430,8 @@ static void config_merge_list(struct cfg_list *dst, struct cfg_list *src, int ap
 	} while (0)
 
 /* Lay one file's settings over the merged configuration; empties layer. */
-static void config_merge(struct config *cfg, struct config *layer)
+static void
+config_merge(struct config *cfg, struct config *layer)
 {
 	int append;
 
@@ -442,7 +457,8 @@ static void config_merge(struct config *cfg, struct config *layer)
 	config_merge_list(&cfg->allow_methods, &layer->allow_methods, 0);
 }
 
-static void config_layer_free(struct config *layer)
+static void
+config_layer_free(struct config *layer)
 {
 	config_list_clear(&layer->blocklist);
 	config_list_clear(&layer->allowlist);
@@ -453,8 +469,9 @@ static void config_layer_free(struct config *layer)
 }
 
 /* Parse, check and merge one file's text; file NULL is the built-in policy. */
-static void config_add_text(struct cfg_ctx *ctx, struct config *cfg, const char *file,
-                            const char *data, size_t len)
+static void
+config_add_text(struct cfg_ctx *ctx, struct config *cfg, const char *file, const char *data,
+                size_t len)
 {
 	struct cfg_node *root;
 	struct config layer;
@@ -482,7 +499,8 @@ static void config_add_text(struct cfg_ctx *ctx, struct config *cfg, const char 
 }
 
 /* Read a whole file, up to one byte past the limit so that size is caught. */
-static char *config_read_file(const char *path, size_t *lenp, int *errnop)
+static char *
+config_read_file(const char *path, size_t *lenp, int *errnop)
 {
 	struct buf b;
 	ssize_t n;
@@ -516,7 +534,8 @@ static char *config_read_file(const char *path, size_t *lenp, int *errnop)
 }
 
 /* A configuration holding only the compiled-in values no file has to state. */
-static struct config *config_new(char *const *files, size_t nfiles)
+static struct config *
+config_new(char *const *files, size_t nfiles)
 {
 	struct config *cfg;
 	size_t i;
@@ -541,7 +560,8 @@ static struct config *config_new(char *const *files, size_t nfiles)
  * Below the files lie the built-in policy's settings, but not its host
  * lists: whoever passes --config states the lists.
  */
-static void config_add_builtin(struct cfg_ctx *ctx, struct config *cfg)
+static void
+config_add_builtin(struct cfg_ctx *ctx, struct config *cfg)
 {
 	config_add_text(ctx, cfg, NULL, config_default_yaml, strlen(config_default_yaml));
 	config_list_clear(&cfg->blocklist);
@@ -551,7 +571,8 @@ static void config_add_builtin(struct cfg_ctx *ctx, struct config *cfg)
 	config_flush(ctx, NULL);
 }
 
-static struct config *config_finish(struct cfg_ctx *ctx, struct config *cfg)
+static struct config *
+config_finish(struct cfg_ctx *ctx, struct config *cfg)
 {
 	if (ctx->total == 0)
 		return cfg;
@@ -559,7 +580,8 @@ static struct config *config_finish(struct cfg_ctx *ctx, struct config *cfg)
 	return NULL;
 }
 
-struct config *config_load(char *const *files, size_t nfiles, struct buf *errs)
+struct config *
+config_load(char *const *files, size_t nfiles, struct buf *errs)
 {
 	struct cfg_ctx ctx;
 	struct cfg_loc loc;
@@ -595,7 +617,8 @@ struct config *config_load(char *const *files, size_t nfiles, struct buf *errs)
  * Load one configuration from memory, as if it were the only --config file
  * (name NULL: a complete built-in policy instead). Used by tests and fuzzing.
  */
-struct config *config_load_mem(const char *name, const char *data, size_t len, struct buf *errs)
+struct config *
+config_load_mem(const char *name, const char *data, size_t len, struct buf *errs)
 {
 	struct cfg_ctx ctx;
 	struct config *cfg;
@@ -611,7 +634,8 @@ struct config *config_load_mem(const char *name, const char *data, size_t len, s
 	return config_finish(&ctx, cfg);
 }
 
-void config_free(struct config *cfg)
+void
+config_free(struct config *cfg)
 {
 	size_t i;
 
@@ -625,7 +649,8 @@ void config_free(struct config *cfg)
 }
 
 /* " # FILE:LINE" naming where a value was set; file names are escaped. */
-static void config_dump_src(struct buf *out, const struct cfg_loc *loc)
+static void
+config_dump_src(struct buf *out, const struct cfg_loc *loc)
 {
 	if (loc->file == NULL) {
 		buf_adds(out, "  # builtin\n");
@@ -637,7 +662,8 @@ static void config_dump_src(struct buf *out, const struct cfg_loc *loc)
 }
 
 /* Stored strings hold no control characters (schema.c), so quoting is enough. */
-static void config_dump_str(struct buf *out, const char *s)
+static void
+config_dump_str(struct buf *out, const char *s)
 {
 	buf_addc(out, '"');
 	for (; *s != '\0'; s++) {
@@ -648,7 +674,8 @@ static void config_dump_str(struct buf *out, const char *s)
 	buf_addc(out, '"');
 }
 
-static void config_dump_list(struct buf *out, const char *key, const struct cfg_list *l)
+static void
+config_dump_list(struct buf *out, const char *key, const struct cfg_list *l)
 {
 	size_t i;
 
@@ -671,7 +698,8 @@ static void config_dump_list(struct buf *out, const char *key, const struct cfg_
  * The effective configuration as YAML that loads back to the same values,
  * each value followed by the place that set it.
  */
-void config_dump(const struct config *cfg, struct buf *out)
+void
+config_dump(const struct config *cfg, struct buf *out)
 {
 	size_t i;
 
@@ -710,7 +738,8 @@ void config_dump(const struct config *cfg, struct buf *out)
 	config_dump_src(out, &cfg->audit_path_loc);
 }
 
-const char *config_mode_name(enum policy_mode mode)
+const char *
+config_mode_name(enum policy_mode mode)
 {
 	switch (mode) {
 	case MODE_PRACTICAL:

@@ -26,17 +26,20 @@ struct host_out {
 	int overflow;
 };
 
-static int host_char_valid(unsigned char c)
+static int
+host_char_valid(unsigned char c)
 {
 	return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
 }
 
-static int host_is_upper(unsigned char c)
+static int
+host_is_upper(unsigned char c)
 {
 	return c >= 'A' && c <= 'Z';
 }
 
-const char *host_name_check(const char *name, size_t len)
+const char *
+host_name_check(const char *name, size_t len)
 {
 	size_t i, label = 0;
 
@@ -61,7 +64,8 @@ const char *host_name_check(const char *name, size_t len)
 	return NULL;
 }
 
-static void host_out_add(struct host_out *o, const char *s, size_t len)
+static void
+host_out_add(struct host_out *o, const char *s, size_t len)
 {
 	if (o->overflow || len > sizeof o->s - 1 - o->len) {
 		o->overflow = 1;
@@ -78,7 +82,8 @@ static void host_out_add(struct host_out *o, const char *s, size_t len)
  * ideographic U+FF61). Splitting on them here lets each label be converted
  * on its own.
  */
-static size_t host_dot_len(const unsigned char *p, size_t left)
+static size_t
+host_dot_len(const unsigned char *p, size_t left)
 {
 	if (p[0] == '.')
 		return 1;
@@ -98,7 +103,8 @@ static size_t host_dot_len(const unsigned char *p, size_t left)
  * libidn2 silently drops characters such as ' ' and '_', while without them
  * it keeps what it cannot map and the final check rejects it.
  */
-static const char *host_label_to_ascii(const char *p, size_t len, struct host_out *o)
+static const char *
+host_label_to_ascii(const char *p, size_t len, struct host_out *o)
 {
 	char buf[HOST_INPUT_MAX + 1], *ascii = NULL;
 	int nonascii = 0, rc;
@@ -128,7 +134,8 @@ static const char *host_label_to_ascii(const char *p, size_t len, struct host_ou
 	return NULL;
 }
 
-static const char *host_to_ascii(const char *in, size_t len, struct host_out *o)
+static const char *
+host_to_ascii(const char *in, size_t len, struct host_out *o)
 {
 	const unsigned char *u = (const unsigned char *)in;
 	const char *error;
@@ -154,7 +161,8 @@ static const char *host_to_ascii(const char *in, size_t len, struct host_out *o)
 }
 
 /* One part of a WHATWG IPv4 address: decimal, octal (0...) or hex (0x...). */
-static int host_v4_number(const char *p, size_t len, uint64_t *out)
+static int
+host_v4_number(const char *p, size_t len, uint64_t *out)
 {
 	unsigned base = 10, d;
 	uint64_t v = 0;
@@ -191,7 +199,8 @@ static int host_v4_number(const char *p, size_t len, uint64_t *out)
 }
 
 /* Whether the last label is a number: then the name is an IPv4 address. */
-static int host_ends_in_number(const char *s, size_t len)
+static int
+host_ends_in_number(const char *s, size_t len)
 {
 	const char *last = s + len;
 	size_t n, i;
@@ -219,7 +228,8 @@ static int host_ends_in_number(const char *s, size_t len)
  * The WHATWG URL standard's IPv4 parser: 1 to 4 parts, the last one filling
  * the remaining bytes. This is how browsers and curl read such hosts.
  */
-static const char *host_parse_v4(const char *s, size_t len, struct addr *out)
+static const char *
+host_parse_v4(const char *s, size_t len, struct addr *out)
 {
 	uint64_t parts[4], v;
 	size_t n = 0, i, start = 0;
@@ -250,7 +260,8 @@ static const char *host_parse_v4(const char *s, size_t len, struct addr *out)
 	return NULL;
 }
 
-static const char *host_parse_v6(const char *s, size_t len, struct host *out)
+static const char *
+host_parse_v6(const char *s, size_t len, struct host *out)
 {
 	char text[INET6_ADDRSTRLEN];
 
@@ -267,7 +278,8 @@ static const char *host_parse_v6(const char *s, size_t len, struct host *out)
 	return NULL;
 }
 
-static const char *host_parse_ascii(const char *in, size_t len, struct host *out)
+static const char *
+host_parse_ascii(const char *in, size_t len, struct host *out)
 {
 	struct host_out o;
 	const char *error;
@@ -293,7 +305,8 @@ static const char *host_parse_ascii(const char *in, size_t len, struct host *out
 	return NULL;
 }
 
-const char *host_parse(const char *in, size_t len, struct host *out)
+const char *
+host_parse(const char *in, size_t len, struct host *out)
 {
 	const char *error;
 	size_t i;

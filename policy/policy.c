@@ -12,12 +12,12 @@
 #include "policy.h"
 
 struct policy {
-	int			 refcnt;
-	struct config		*cfg;
-	struct domain_set	*allow;
-	struct domain_set	*block;
-	struct domain_set	*passthrough;
-	char			*warnings;
+	int refcnt;
+	struct config *cfg;
+	struct domain_set *allow;
+	struct domain_set *block;
+	struct domain_set *passthrough;
+	char *warnings;
 };
 
 static void
@@ -40,8 +40,8 @@ policy_match_source(const struct domain_match *m, char *out, size_t len)
 
 /* Compile one config host list into a matcher; errors name the entry. */
 static int
-policy_build_set(struct domain_set *set, const struct cfg_list *list, int flags,
-    const char *what, struct buf *errs)
+policy_build_set(struct domain_set *set, const struct cfg_list *list, int flags, const char *what,
+                 struct buf *errs)
 {
 	const struct cfg_item *it;
 	const char *err;
@@ -51,12 +51,12 @@ policy_build_set(struct domain_set *set, const struct cfg_list *list, int flags,
 	for (i = 0; i < list->n; i++) {
 		it = &list->items[i];
 		err = domain_set_add(set, it->value, strlen(it->value), flags, it->loc.file,
-		    it->loc.line);
+		                     it->loc.line);
 		if (err == NULL)
 			continue;
 		buf_printf(errs, "%s:%u:%u: %s entry \"%s\": %s\n",
-		    it->loc.file ? it->loc.file : "builtin", it->loc.line, it->loc.col, what,
-		    it->value, err);
+		           it->loc.file ? it->loc.file : "builtin", it->loc.line, it->loc.col, what,
+		           it->value, err);
 		rc = -1;
 	}
 	return rc;
@@ -74,10 +74,11 @@ policy_warn_shared(const struct cfg_list *list, struct buf *warn)
 		if (!domain_wildcard_shared(it->value))
 			continue;
 		buf_printf(warn,
-		    "%s:%u:%u: allowlist entry \"%s\" covers a platform where anyone can "
-		    "publish: it lets every tenant receive any method; list the exact hosts "
-		    "you need instead\n",
-		    it->loc.file ? it->loc.file : "builtin", it->loc.line, it->loc.col, it->value);
+		           "%s:%u:%u: allowlist entry \"%s\" covers a platform where anyone can "
+		           "publish: it lets every tenant receive any method; list the exact hosts "
+		           "you need instead\n",
+		           it->loc.file ? it->loc.file : "builtin", it->loc.line, it->loc.col,
+		           it->value);
 	}
 }
 
@@ -96,15 +97,15 @@ policy_load_lists(struct policy *p, struct buf *errs, struct buf *warn)
 		memset(&st, 0, sizeof st);
 		if (listfile_load(p->block, it->value, &st) == -1) {
 			buf_printf(errs, "%s:%u:%u: blocklistFiles entry \"%s\": %s\n",
-			    it->loc.file ? it->loc.file : "builtin", it->loc.line, it->loc.col,
-			    it->value, st.error);
+			           it->loc.file ? it->loc.file : "builtin", it->loc.line,
+			           it->loc.col, it->value, st.error);
 			rc = -1;
 			continue;
 		}
 		if (st.invalid == 0)
 			continue;
 		buf_printf(warn, "%s: %lu entries, %lu invalid line%s ignored (line", it->value,
-		    st.entries, st.invalid, st.invalid == 1 ? "" : "s");
+		           st.entries, st.invalid, st.invalid == 1 ? "" : "s");
 		shown = st.invalid < LISTFILE_SHOW_INVALID ? st.invalid : LISTFILE_SHOW_INVALID;
 		for (j = 0; j < shown; j++)
 			buf_printf(warn, "%s%lu", j == 0 ? " " : ", ", st.first_invalid[j]);
@@ -132,13 +133,14 @@ policy_new(struct config *cfg, struct buf *errs)
 	p->passthrough = domain_set_new();
 	buf_init(&warn);
 
-	if (policy_build_set(p->allow, &cfg->allowlist, DOMAIN_F_ALLOWLIST, "allowlist", errs) == -1)
+	if (policy_build_set(p->allow, &cfg->allowlist, DOMAIN_F_ALLOWLIST, "allowlist", errs) ==
+	    -1)
 		rc = -1;
 	policy_warn_shared(&cfg->allowlist, &warn);
 	if (policy_build_set(p->block, &cfg->blocklist, 0, "blocklist", errs) == -1)
 		rc = -1;
 	if (policy_build_set(p->passthrough, &cfg->passthrough, DOMAIN_F_NO_ADDR, "passthrough",
-		errs) == -1)
+	                     errs) == -1)
 		rc = -1;
 	if (policy_load_lists(p, errs, &warn) == -1)
 		rc = -1;
@@ -238,7 +240,7 @@ decision_set(struct decision *d, enum policy_action action, const char *rule, co
 
 static void
 decision_from_match(struct decision *d, enum policy_action action, const struct domain_match *m,
-    const char *list)
+                    const char *list)
 {
 	decision_set(d, action, m->pattern, list);
 	policy_match_source(m, d->source, sizeof d->source);
@@ -265,7 +267,7 @@ policy_methods_text(const struct config *cfg, char *out, size_t len)
 	out[0] = '\0';
 	for (i = 0; i < cfg->allow_methods.n && off < len; i++) {
 		n = snprintf(out + off, len - off, "%s%s", i ? ", " : "",
-		    cfg->allow_methods.items[i].value);
+		             cfg->allow_methods.items[i].value);
 		if (n < 0)
 			break;
 		off += (size_t)n;
@@ -277,7 +279,7 @@ policy_methods_text(const struct config *cfg, char *out, size_t len)
 /* A request that breaks the practical-mode rules: block or flag it. */
 static void
 policy_violation(const struct policy *p, struct decision *d, const char *rule, const char *list,
-    const struct cfg_loc *loc)
+                 const struct cfg_loc *loc)
 {
 	enum policy_action a;
 	size_t n;
@@ -293,8 +295,7 @@ policy_violation(const struct policy *p, struct decision *d, const char *rule, c
 
 /* Step 4 of the decision order: methods and GraphQL in practical mode. */
 static void
-policy_decide_request(const struct policy *p, const struct policy_request *req,
-    struct decision *d)
+policy_decide_request(const struct policy *p, const struct policy_request *req, struct decision *d)
 {
 	const struct config *cfg = p->cfg;
 	const struct cfg_item *mi;
@@ -303,20 +304,20 @@ policy_decide_request(const struct policy *p, const struct policy_request *req,
 	if (d->graphql_present && d->gql.op != GQL_QUERY) {
 		if (d->gql.op == GQL_MUTATION)
 			snprintf(d->reason, sizeof d->reason, "GraphQL mutation%s%s is a write",
-			    d->gql.name[0] ? " " : "", d->gql.name);
+			         d->gql.name[0] ? " " : "", d->gql.name);
 		else if (d->gql.op == GQL_SUBSCRIPTION)
 			snprintf(d->reason, sizeof d->reason,
-			    "GraphQL subscription%s%s is not a read-only query",
-			    d->gql.name[0] ? " " : "", d->gql.name);
+			         "GraphQL subscription%s%s is not a read-only query",
+			         d->gql.name[0] ? " " : "", d->gql.name);
 		else
 			snprintf(d->reason, sizeof d->reason,
-			    "GraphQL request not provably a query (%s)",
-			    d->gql.reason ? d->gql.reason : "unparsable");
+			         "GraphQL request not provably a query (%s)",
+			         d->gql.reason ? d->gql.reason : "unparsable");
 		policy_violation(p, d,
-		    d->gql.op == GQL_MUTATION       ? "graphql-mutation"
-		    : d->gql.op == GQL_SUBSCRIPTION ? "graphql-subscription"
-						    : "graphql-not-query",
-		    "graphql", &cfg->allow_graphql_queries_loc);
+		                 d->gql.op == GQL_MUTATION       ? "graphql-mutation"
+		                 : d->gql.op == GQL_SUBSCRIPTION ? "graphql-subscription"
+		                                                 : "graphql-not-query",
+		                 "graphql", &cfg->allow_graphql_queries_loc);
 		return;
 	}
 	if ((mi = policy_find_method(cfg, req->method)) != NULL) {
@@ -329,12 +330,12 @@ policy_decide_request(const struct policy *p, const struct policy_request *req,
 		decision_set(d, ACTION_ALLOW, "graphql-query", "graphql");
 		policy_loc_format(&cfg->allow_graphql_queries_loc, d->source, sizeof d->source);
 		snprintf(d->reason, sizeof d->reason, "GraphQL query%s%s is read-only",
-		    d->gql.name[0] ? " " : "", d->gql.name);
+		         d->gql.name[0] ? " " : "", d->gql.name);
 		return;
 	}
 	policy_methods_text(cfg, methods, sizeof methods);
 	snprintf(d->reason, sizeof d->reason, "%s is not an allowed method (allowMethods: %s)",
-	    req->method, methods);
+	         req->method, methods);
 	policy_violation(p, d, "method-not-allowed", "methods", &cfg->allow_methods.loc);
 }
 
@@ -355,7 +356,7 @@ policy_decide(const struct policy *p, const struct policy_request *req, struct d
 	memset(d, 0, sizeof *d);
 	if (req->method != NULL) {
 		graphql_classify_request(req->method, req->content_type, req->body, req->body_len,
-		    req->body_truncated, req->query, &d->gql);
+		                         req->body_truncated, req->query, &d->gql);
 		d->graphql_present = d->gql.op != GQL_NONE;
 	}
 
@@ -381,7 +382,7 @@ policy_decide(const struct policy *p, const struct policy_request *req, struct d
 		d->name_allowlisted = 1;
 		d->name_exact_allow = h->kind == HOST_NAME && m.kind == DOMAIN_EXACT;
 		snprintf(d->reason, sizeof d->reason, "%s is on the allowlist (all methods)",
-		    h->name);
+		         h->name);
 		return;
 	}
 
@@ -401,7 +402,7 @@ policy_decide(const struct policy *p, const struct policy_request *req, struct d
 		decision_set(d, ACTION_BLOCK, "strict-default-deny", "mode");
 		policy_loc_format(&cfg->mode_loc, d->source, sizeof d->source);
 		snprintf(d->reason, sizeof d->reason,
-		    "strict mode: only allowlisted hosts are reachable");
+		         "strict mode: only allowlisted hosts are reachable");
 		return;
 	}
 
@@ -410,7 +411,7 @@ policy_decide(const struct policy *p, const struct policy_request *req, struct d
 		decision_set(d, ACTION_ALLOW, "unlisted-host", "mode");
 		policy_loc_format(&cfg->mode_loc, d->source, sizeof d->source);
 		snprintf(d->reason, sizeof d->reason,
-		    "%s is not listed; practical mode checks each request's method", h->name);
+		         "%s is not listed; practical mode checks each request's method", h->name);
 		return;
 	}
 	policy_decide_request(p, req, d);
@@ -441,7 +442,7 @@ policy_check_addr(const struct policy *p, const struct addr *addr, struct decisi
 	if (!addr_allowed && !d->name_allowlisted && domain_set_match_addr(p->block, &a, &m)) {
 		decision_from_match(d, ACTION_BLOCK, &m, "blocklist");
 		snprintf(d->reason, sizeof d->reason, "destination address %s is on the blocklist",
-		    text);
+		         text);
 		return;
 	}
 	if ((special = addr_special(&a)) == NULL || addr_allowed)
@@ -452,11 +453,12 @@ policy_check_addr(const struct policy *p, const struct addr *addr, struct decisi
 	snprintf(d->source, sizeof d->source, "builtin");
 	if (addr_is_metadata(&a))
 		snprintf(d->reason, sizeof d->reason,
-		    "destination %s is a cloud metadata address; only an allowlist address "
-		    "entry lifts this",
-		    text);
+		         "destination %s is a cloud metadata address; only an allowlist address "
+		         "entry lifts this",
+		         text);
 	else
-		snprintf(d->reason, sizeof d->reason,
+		snprintf(
+		    d->reason, sizeof d->reason,
 		    "destination %s is not globally reachable (%s); an allowlist address entry "
 		    "or an exact-name allowlist entry lifts this",
 		    text, special);

@@ -15,139 +15,135 @@
 
 /* addr.c */
 struct addr {
-	sa_family_t	 af;	/* AF_INET (bytes 0..3 used) or AF_INET6 */
-	uint8_t		 a[16];
+	sa_family_t af; /* AF_INET (bytes 0..3 used) or AF_INET6 */
+	uint8_t a[16];
 };
 struct cidr {
-	struct addr	 net;	/* host bits cleared */
-	uint8_t		 plen;
+	struct addr net; /* host bits cleared */
+	uint8_t plen;
 };
-const char	*addr_parse(const char *, struct addr *);
-void		 addr_format(const struct addr *, char *, size_t);
-const char	*addr_cidr_parse(const char *, struct cidr *);
-void		 addr_cidr_format(const struct cidr *, char *, size_t);
-int		 addr_in_cidr(const struct addr *, const struct cidr *);
-const char	*addr_special(const struct addr *);
-int		 addr_is_metadata(const struct addr *);
-void		 addr_unmap(const struct addr *, struct addr *);
+const char *addr_parse(const char *, struct addr *);
+void addr_format(const struct addr *, char *, size_t);
+const char *addr_cidr_parse(const char *, struct cidr *);
+void addr_cidr_format(const struct cidr *, char *, size_t);
+int addr_in_cidr(const struct addr *, const struct cidr *);
+const char *addr_special(const struct addr *);
+int addr_is_metadata(const struct addr *);
+void addr_unmap(const struct addr *, struct addr *);
 
 /* host.c */
-#define HOST_NAME_MAXLEN	253
-#define HOST_LABEL_MAXLEN	63
+#define HOST_NAME_MAXLEN  253
+#define HOST_LABEL_MAXLEN 63
 enum host_kind {
 	HOST_NAME,
 	HOST_ADDR,
 };
 struct host {
-	enum host_kind	 kind;
-	char		 name[HOST_NAME_MAXLEN + 1]; /* normalised name, or the address as text */
-	struct addr	 addr;	/* HOST_ADDR only */
+	enum host_kind kind;
+	char name[HOST_NAME_MAXLEN + 1]; /* normalised name, or the address as text */
+	struct addr addr;                /* HOST_ADDR only */
 };
-const char	*host_parse(const char *, size_t, struct host *);
-const char	*host_name_check(const char *, size_t);
+const char *host_parse(const char *, size_t, struct host *);
+const char *host_name_check(const char *, size_t);
 
 /* url.c */
 struct url {
-	char		 scheme[16];	/* lowercase; "" when the input had none */
-	struct host	 host;
-	uint16_t	 port;		/* explicit, or the scheme's default; 0 unknown */
-	int		 port_explicit;
-	char		*path;		/* at least "/"; no query, no fragment */
-	char		*query;		/* without the '?', or NULL */
+	char scheme[16]; /* lowercase; "" when the input had none */
+	struct host host;
+	uint16_t port; /* explicit, or the scheme's default; 0 unknown */
+	int port_explicit;
+	char *path;  /* at least "/"; no query, no fragment */
+	char *query; /* without the '?', or NULL */
 };
-const char	*url_parse(const char *, struct url *);
-void		 url_free(struct url *);
+const char *url_parse(const char *, struct url *);
+void url_free(struct url *);
 
 /* domain.c */
 struct domain_set;
-#define DOMAIN_F_ALLOWLIST	0x1	/* reject wildcards over public suffixes */
-#define DOMAIN_F_NO_ADDR	0x2	/* names only: address entries are errors */
+#define DOMAIN_F_ALLOWLIST 0x1 /* reject wildcards over public suffixes */
+#define DOMAIN_F_NO_ADDR   0x2 /* names only: address entries are errors */
 enum domain_kind {
-	DOMAIN_EXACT,		/* api.example.com */
-	DOMAIN_WILDCARD,	/* *.example.com: subdomains, not the apex */
-	DOMAIN_TREE,		/* ||example.com^: the apex and its subdomains */
-	DOMAIN_ADDR,		/* 127.0.0.1, ::1 */
-	DOMAIN_CIDR,		/* 198.18.0.0/15 */
+	DOMAIN_EXACT,    /* api.example.com */
+	DOMAIN_WILDCARD, /* *.example.com: subdomains, not the apex */
+	DOMAIN_TREE,     /* ||example.com^: the apex and its subdomains */
+	DOMAIN_ADDR,     /* 127.0.0.1, ::1 */
+	DOMAIN_CIDR,     /* 198.18.0.0/15 */
 };
 struct domain_match {
 	enum domain_kind kind;
-	char		 pattern[HOST_NAME_MAXLEN + 8]; /* the entry as it is shown */
-	const char	*file;	/* NULL: built in */
-	unsigned	 line;
+	char pattern[HOST_NAME_MAXLEN + 8]; /* the entry as it is shown */
+	const char *file;                   /* NULL: built in */
+	unsigned line;
 };
 struct domain_set *domain_set_new(void);
-void		 domain_set_free(struct domain_set *);
-const char	*domain_set_add(struct domain_set *, const char *, size_t, int,
-		    const char *, unsigned);
-const char	*domain_set_add_kind(struct domain_set *, enum domain_kind,
-		    const char *, size_t, const char *, unsigned);
-int		 domain_set_match_name(const struct domain_set *, const char *,
-		    struct domain_match *);
-int		 domain_set_match_addr(const struct domain_set *, const struct addr *,
-		    struct domain_match *);
-size_t		 domain_set_count(const struct domain_set *);
-int		 domain_wildcard_shared(const char *);
+void domain_set_free(struct domain_set *);
+const char *domain_set_add(struct domain_set *, const char *, size_t, int, const char *, unsigned);
+const char *domain_set_add_kind(struct domain_set *, enum domain_kind, const char *, size_t,
+                                const char *, unsigned);
+int domain_set_match_name(const struct domain_set *, const char *, struct domain_match *);
+int domain_set_match_addr(const struct domain_set *, const struct addr *, struct domain_match *);
+size_t domain_set_count(const struct domain_set *);
+int domain_wildcard_shared(const char *);
 
 /* listfile.c */
-#define LISTFILE_SHOW_INVALID	5
+#define LISTFILE_SHOW_INVALID 5
 struct listfile_stats {
-	unsigned long	 lines;
-	unsigned long	 entries;	/* entries added */
-	unsigned long	 invalid;	/* lines that were not an entry */
-	unsigned long	 first_invalid[LISTFILE_SHOW_INVALID]; /* their line numbers */
-	char		 error[256];	/* why the file could not be read */
+	unsigned long lines;
+	unsigned long entries;                              /* entries added */
+	unsigned long invalid;                              /* lines that were not an entry */
+	unsigned long first_invalid[LISTFILE_SHOW_INVALID]; /* their line numbers */
+	char error[256];                                    /* why the file could not be read */
 };
-int		 listfile_load(struct domain_set *, const char *, struct listfile_stats *);
+int listfile_load(struct domain_set *, const char *, struct listfile_stats *);
 
 /* graphql.c */
 enum gql_op {
-	GQL_NONE,		/* not a GraphQL request */
+	GQL_NONE, /* not a GraphQL request */
 	GQL_QUERY,
 	GQL_MUTATION,
 	GQL_SUBSCRIPTION,
-	GQL_UNKNOWN,		/* GraphQL, but not provably a query */
+	GQL_UNKNOWN, /* GraphQL, but not provably a query */
 };
 struct gql_result {
-	enum gql_op	 op;	/* for a batch: the first entry that is not a query */
-	char		 name[128]; /* operation name when known, else "" */
-	const char	*reason;    /* static text: how it was classified */
+	enum gql_op op;     /* for a batch: the first entry that is not a query */
+	char name[128];     /* operation name when known, else "" */
+	const char *reason; /* static text: how it was classified */
 };
-enum gql_op	 graphql_classify_document(const char *, size_t, const char *,
-		    struct gql_result *);
-enum gql_op	 graphql_classify_request(const char *, const char *, const char *,
-		    size_t, int, const char *, struct gql_result *);
-const char	*graphql_op_name(enum gql_op);
+enum gql_op graphql_classify_document(const char *, size_t, const char *, struct gql_result *);
+enum gql_op graphql_classify_request(const char *, const char *, const char *, size_t, int,
+                                     const char *, struct gql_result *);
+const char *graphql_op_name(enum gql_op);
 
 /* audit.c */
 struct audit;
 struct audit_event {
-	const char	*event;		/* http connect tls tcp dns daemon policy */
-	const char	*action;	/* allow flag block, or NULL */
-	const char	*rule;
-	const char	*source;
-	const char	*reason;
-	const char	*mode;
-	const char	*client;
-	const char	*host;
-	int		 port;		/* < 0: absent */
-	const char	*scheme;
-	const char	*method;
-	const char	*path;
-	int		 status;	/* < 0: absent */
-	int64_t		 bytes_up;	/* < 0: absent */
-	int64_t		 bytes_down;	/* < 0: absent */
-	int64_t		 duration_ms;	/* < 0: absent */
+	const char *event;  /* http connect tls tcp dns daemon policy */
+	const char *action; /* allow flag block, or NULL */
+	const char *rule;
+	const char *source;
+	const char *reason;
+	const char *mode;
+	const char *client;
+	const char *host;
+	int port; /* < 0: absent */
+	const char *scheme;
+	const char *method;
+	const char *path;
+	int status;                       /* < 0: absent */
+	int64_t bytes_up;                 /* < 0: absent */
+	int64_t bytes_down;               /* < 0: absent */
+	int64_t duration_ms;              /* < 0: absent */
 	const struct gql_result *graphql; /* NULL: absent */
-	const char	*qname;
-	const char	*qtype;
-	const char	*rcode;
-	const char	*error;
+	const char *qname;
+	const char *qtype;
+	const char *rcode;
+	const char *error;
 };
-void		 audit_event_init(struct audit_event *);
-struct audit	*audit_open(const char *, char *, size_t);
-struct audit	*audit_open_fd(int, char *, size_t);
-int		 audit_write(struct audit *, const struct audit_event *);
-void		 audit_close(struct audit *);
+void audit_event_init(struct audit_event *);
+struct audit *audit_open(const char *, char *, size_t);
+struct audit *audit_open_fd(int, char *, size_t);
+int audit_write(struct audit *, const struct audit_event *);
+void audit_close(struct audit *);
 
 /* config.c */
 enum policy_mode {
@@ -160,60 +156,60 @@ enum violation_mode {
 	VIOLATION_FLAG,
 };
 struct cfg_loc {
-	const char	*file;	/* NULL: built in */
-	unsigned	 line;
-	unsigned	 col;
+	const char *file; /* NULL: built in */
+	unsigned line;
+	unsigned col;
 };
 struct cfg_item {
-	char		*value;
-	struct cfg_loc	 loc;
+	char *value;
+	struct cfg_loc loc;
 };
 struct cfg_list {
-	struct cfg_item	*items;
-	size_t		 n;
-	int		 set;
-	struct cfg_loc	 loc;
+	struct cfg_item *items;
+	size_t n;
+	int set;
+	struct cfg_loc loc;
 };
 struct config {
-	char		**files;	/* every file read, in order; cfg_loc points here */
-	size_t		 nfiles;
+	char **files; /* every file read, in order; cfg_loc points here */
+	size_t nfiles;
 
 	enum policy_mode mode;
-	struct cfg_loc	 mode_loc;
-	int		 inherit_global;
-	struct cfg_loc	 inherit_global_loc;
-	struct cfg_list	 blocklist;
-	struct cfg_list	 allowlist;
-	struct cfg_list	 passthrough;
-	struct cfg_list	 blocklist_files;
-	struct cfg_list	 allow_methods;
-	int		 allow_graphql_queries;
-	struct cfg_loc	 allow_graphql_queries_loc;
+	struct cfg_loc mode_loc;
+	int inherit_global;
+	struct cfg_loc inherit_global_loc;
+	struct cfg_list blocklist;
+	struct cfg_list allowlist;
+	struct cfg_list passthrough;
+	struct cfg_list blocklist_files;
+	struct cfg_list allow_methods;
+	int allow_graphql_queries;
+	struct cfg_loc allow_graphql_queries_loc;
 	enum violation_mode on_violation;
-	struct cfg_loc	 on_violation_loc;
-	int		 fail_closed;
-	struct cfg_loc	 fail_closed_loc;
-	int		 proxy_port;
-	struct cfg_loc	 proxy_port_loc;
-	int		 dns_port;
-	struct cfg_loc	 dns_port_loc;
-	size_t		 max_graphql_body;
-	struct cfg_loc	 max_graphql_body_loc;
-	char		*audit_path;
-	struct cfg_loc	 audit_path_loc;
+	struct cfg_loc on_violation_loc;
+	int fail_closed;
+	struct cfg_loc fail_closed_loc;
+	int proxy_port;
+	struct cfg_loc proxy_port_loc;
+	int dns_port;
+	struct cfg_loc dns_port_loc;
+	size_t max_graphql_body;
+	struct cfg_loc max_graphql_body_loc;
+	char *audit_path;
+	struct cfg_loc audit_path_loc;
 };
-#define CONFIG_MAX_FILE_SIZE	(4 * 1024 * 1024)
-#define CONFIG_MAX_DEPTH	64
-#define CONFIG_MAX_NODES	100000
-#define CONFIG_MAX_ERRORS	100	/* shown per file; the rest are counted */
-#define CONFIG_MAX_SHOWN	80	/* bytes of an untrusted string in a message */
-#define CONFIG_DEFAULT_GRAPHQL_BODY	1048576
-#define CONFIG_MAX_GRAPHQL_BODY	16777216
-struct config	*config_load(char *const *, size_t, struct buf *);
-struct config	*config_load_mem(const char *, const char *, size_t, struct buf *);
-void		 config_free(struct config *);
-void		 config_dump(const struct config *, struct buf *);
-const char	*config_mode_name(enum policy_mode);
+#define CONFIG_MAX_FILE_SIZE        (4 * 1024 * 1024)
+#define CONFIG_MAX_DEPTH            64
+#define CONFIG_MAX_NODES            100000
+#define CONFIG_MAX_ERRORS           100 /* shown per file; the rest are counted */
+#define CONFIG_MAX_SHOWN            80  /* bytes of an untrusted string in a message */
+#define CONFIG_DEFAULT_GRAPHQL_BODY 1048576
+#define CONFIG_MAX_GRAPHQL_BODY     16777216
+struct config *config_load(char *const *, size_t, struct buf *);
+struct config *config_load_mem(const char *, const char *, size_t, struct buf *);
+void config_free(struct config *);
+void config_dump(const struct config *, struct buf *);
+const char *config_mode_name(enum policy_mode);
 extern const char config_default_yaml[];
 /* Shared by config.c and schema.c only. */
 enum cfg_node_type {
@@ -223,23 +219,21 @@ enum cfg_node_type {
 };
 struct cfg_node {
 	enum cfg_node_type type;
-	int		 flags;
-#define CFG_NODE_F_QUOTED	0x1	/* scalar written quoted or tagged !!str */
-#define CFG_NODE_F_BAD		0x2	/* already reported: checks skip it */
-	struct cfg_loc	 loc;
-	char		*value;		/* scalar; NUL-terminated, but may hold NULs */
-	size_t		 len;
-	struct cfg_node	**kids;		/* sequence items; mapping key, value, ... */
-	size_t		 n;
+	int flags;
+#define CFG_NODE_F_QUOTED 0x1 /* scalar written quoted or tagged !!str */
+#define CFG_NODE_F_BAD    0x2 /* already reported: checks skip it */
+	struct cfg_loc loc;
+	char *value; /* scalar; NUL-terminated, but may hold NULs */
+	size_t len;
+	struct cfg_node **kids; /* sequence items; mapping key, value, ... */
+	size_t n;
 };
 struct cfg_ctx;
-void		 config_error(struct cfg_ctx *, const struct cfg_loc *, const char *, ...)
-		    EG_PRINTF(3, 4);
-void		 config_escape(struct buf *, const char *, size_t);
+void config_error(struct cfg_ctx *, const struct cfg_loc *, const char *, ...) EG_PRINTF(3, 4);
+void config_escape(struct buf *, const char *, size_t);
 
 /* schema.c */
-void		 schema_apply(struct cfg_ctx *, const struct cfg_node *, struct config *,
-		    const char *);
+void schema_apply(struct cfg_ctx *, const struct cfg_node *, struct config *, const char *);
 
 /* policy.c */
 enum policy_action {
@@ -249,39 +243,36 @@ enum policy_action {
 };
 struct policy;
 struct policy_request {
-	const struct host *host;	/* as the client wrote it */
-	const char	*method;	/* NULL: a decision on the host alone (CONNECT) */
-	const char	*content_type;
-	const char	*body;
-	size_t		 body_len;
-	int		 body_truncated;
-	const char	*query;		/* raw query string without '?', or NULL */
+	const struct host *host; /* as the client wrote it */
+	const char *method;      /* NULL: a decision on the host alone (CONNECT) */
+	const char *content_type;
+	const char *body;
+	size_t body_len;
+	int body_truncated;
+	const char *query; /* raw query string without '?', or NULL */
 };
 struct decision {
 	enum policy_action action;
-	char		 rule[HOST_NAME_MAXLEN + 32];
-	const char	*list;		/* allowlist blocklist mode methods graphql address,
+	char rule[HOST_NAME_MAXLEN + 32];
+	const char *list; /* allowlist blocklist mode methods graphql address,
 					   or NULL */
-	char		 source[512];	/* file:line, or "builtin" */
-	char		 reason[256];
-	int		 name_allowlisted; /* the host as written matched the allowlist */
-	int		 name_exact_allow; /* ... by an exact entry (lifts the address guard) */
-	int		 graphql_present;
+	char source[512]; /* file:line, or "builtin" */
+	char reason[256];
+	int name_allowlisted; /* the host as written matched the allowlist */
+	int name_exact_allow; /* ... by an exact entry (lifts the address guard) */
+	int graphql_present;
 	struct gql_result gql;
 };
-struct policy	*policy_new(struct config *, struct buf *);
-struct policy	*policy_ref(struct policy *);
-void		 policy_unref(struct policy *);
+struct policy *policy_new(struct config *, struct buf *);
+struct policy *policy_ref(struct policy *);
+void policy_unref(struct policy *);
 enum policy_mode policy_mode(const struct policy *);
 const struct config *policy_config(const struct policy *);
-const char	*policy_warnings(const struct policy *);
-void		 policy_decide(const struct policy *, const struct policy_request *,
-		    struct decision *);
-void		 policy_check_addr(const struct policy *, const struct addr *,
-		    struct decision *);
-int		 policy_passthrough(const struct policy *, const struct host *,
-		    struct domain_match *);
-const char	*policy_action_name(enum policy_action);
-const char	*policy_mode_note(enum policy_mode);
+const char *policy_warnings(const struct policy *);
+void policy_decide(const struct policy *, const struct policy_request *, struct decision *);
+void policy_check_addr(const struct policy *, const struct addr *, struct decision *);
+int policy_passthrough(const struct policy *, const struct host *, struct domain_match *);
+const char *policy_action_name(enum policy_action);
+const char *policy_mode_note(enum policy_mode);
 
 #endif

@@ -13,27 +13,26 @@
 
 #include "policy.h"
 
-#define EXIT_USAGE	2
+#define EXIT_USAGE 2
 
 struct ctl {
-	char		**files;
-	size_t		  nfiles;
-	int		  json;
-	const char	 *method;
-	const char	 *body_path;
-	const char	 *content_type;
+	char **files;
+	size_t nfiles;
+	int json;
+	const char *method;
+	const char *body_path;
+	const char *content_type;
 };
 
 static void
 usage(FILE *f)
 {
-	fprintf(f,
-	    "usage: policyctl explain [--config FILE]... [--method M] [--body FILE]\n"
-	    "                         [--content-type T] [--json] HOST|URL\n"
-	    "       policyctl check   [--config FILE]... [--json]\n"
-	    "\n"
-	    "With no --config the embedded default policy is used. The first --config is\n"
-	    "the global file, later ones are project files merged over it.\n");
+	fprintf(f, "usage: policyctl explain [--config FILE]... [--method M] [--body FILE]\n"
+	           "                         [--content-type T] [--json] HOST|URL\n"
+	           "       policyctl check   [--config FILE]... [--json]\n"
+	           "\n"
+	           "With no --config the embedded default policy is used. The first --config is\n"
+	           "the global file, later ones are project files merged over it.\n");
 }
 
 static void
@@ -87,7 +86,7 @@ method_valid(const char *m)
 		return 0;
 	for (; *m != '\0'; m++)
 		if (!((*m >= 'a' && *m <= 'z') || (*m >= 'A' && *m <= 'Z') ||
-			(*m >= '0' && *m <= '9') || strchr(tchar, *m) != NULL))
+		      (*m >= '0' && *m <= '9') || strchr(tchar, *m) != NULL))
 			return 0;
 	return 1;
 }
@@ -131,7 +130,8 @@ guess_content_type(const char *body, size_t len)
 	for (i = 0; i < len; i++) {
 		if (body[i] == ' ' || body[i] == '\t' || body[i] == '\r' || body[i] == '\n')
 			continue;
-		return body[i] == '{' || body[i] == '[' ? "application/json" : "application/graphql";
+		return body[i] == '{' || body[i] == '[' ? "application/json"
+		                                        : "application/graphql";
 	}
 	return "application/json";
 }
@@ -153,7 +153,7 @@ action_word(enum policy_action a)
 /* Notes that help a person read the answer; at most a handful. */
 static size_t
 explain_notes(const struct policy *p, const char *input, const struct url *u,
-    const struct decision *d, const char *notes[], char store[][320], size_t max)
+              const struct decision *d, const char *notes[], char store[][320], size_t max)
 {
 	struct domain_match m;
 	size_t n = 0;
@@ -161,19 +161,19 @@ explain_notes(const struct policy *p, const char *input, const struct url *u,
 	notes[n++] = policy_mode_note(policy_mode(p));
 	if (u->host.kind == HOST_ADDR && strstr(input, u->host.name) == NULL && n < max) {
 		snprintf(store[n], sizeof store[n],
-		    "the host is an IP address written in another form: %s", u->host.name);
+		         "the host is an IP address written in another form: %s", u->host.name);
 		notes[n] = store[n];
 		n++;
 	}
 	if (u->host.kind == HOST_NAME && d->action != ACTION_BLOCK && n < max) {
 		notes[n++] = "decided by the name as written; egressd also checks the address it "
-			     "resolves to (private addresses are blocked unless allowlisted)";
+		             "resolves to (private addresses are blocked unless allowlisted)";
 	}
 	if (d->action != ACTION_BLOCK && policy_passthrough(p, &u->host, &m) && n < max) {
 		snprintf(store[n], sizeof store[n],
-		    "passthrough (%s): HTTPS to this host is tunnelled without interception, "
-		    "so methods inside TLS are not checked",
-		    m.pattern);
+		         "passthrough (%s): HTTPS to this host is tunnelled without interception, "
+		         "so methods inside TLS are not checked",
+		         m.pattern);
 		notes[n] = store[n];
 		n++;
 	}
@@ -184,18 +184,19 @@ explain_notes(const struct policy *p, const char *input, const struct url *u,
 
 static void
 explain_print_text(const char *input, const struct url *u, const char *method,
-    const struct decision *d, const struct policy *p, const char *notes[], size_t nnotes)
+                   const struct decision *d, const struct policy *p, const char *notes[],
+                   size_t nnotes)
 {
 	size_t i;
 
 	printf("%s: %s\n", action_word(d->action), u->host.name);
-	printf("matched rule: %s (%s%s%s)\n", d->rule, d->list ? d->list : "",
-	    d->list ? ", " : "", d->source);
+	printf("matched rule: %s (%s%s%s)\n", d->rule, d->list ? d->list : "", d->list ? ", " : "",
+	       d->source);
 	printf("reason: %s\n", d->reason);
 	printf("method: %s\n", method);
 	if (d->graphql_present)
 		printf("graphql: %s%s%s\n", graphql_op_name(d->gql.op), d->gql.name[0] ? " " : "",
-		    d->gql.name);
+		       d->gql.name);
 	printf("mode: %s\n", config_mode_name(policy_mode(p)));
 	for (i = 0; i < nnotes; i++)
 		printf("note: %s\n", notes[i]);
@@ -213,7 +214,7 @@ json_key(struct buf *b, const char *key, int first)
 
 static void
 explain_print_json(const struct url *u, const char *method, const struct decision *d,
-    const struct policy *p, const char *notes[], size_t nnotes)
+                   const struct policy *p, const char *notes[], size_t nnotes)
 {
 	struct buf b;
 	size_t i;
@@ -303,7 +304,7 @@ cmd_explain(struct ctl *c, const char *input)
 	req.query = u.query;
 	if (c->body_path != NULL) {
 		body = read_body(c->body_path, policy_config(p)->max_graphql_body, &req.body_len,
-		    &req.body_truncated);
+		                 &req.body_truncated);
 		if (body == NULL) {
 			policy_unref(p);
 			goto out;
@@ -438,14 +439,15 @@ check_print_json(const struct config *cfg, const char *errors, const char *warni
 		json_list(&b, "blocklistFiles", &cfg->blocklist_files);
 		json_list(&b, "allowMethods", &cfg->allow_methods);
 		json_value_bool(&b, "allowGraphqlQueries", cfg->allow_graphql_queries,
-		    &cfg->allow_graphql_queries_loc);
+		                &cfg->allow_graphql_queries_loc);
 		json_value_str(&b, "onViolation",
-		    cfg->on_violation == VIOLATION_FLAG ? "flag" : "block", &cfg->on_violation_loc);
+		               cfg->on_violation == VIOLATION_FLAG ? "flag" : "block",
+		               &cfg->on_violation_loc);
 		json_value_bool(&b, "failClosed", cfg->fail_closed, &cfg->fail_closed_loc);
 		json_value_int(&b, "proxyPort", cfg->proxy_port, &cfg->proxy_port_loc);
 		json_value_int(&b, "dnsPort", cfg->dns_port, &cfg->dns_port_loc);
 		json_value_int(&b, "maxGraphqlBody", (long long)cfg->max_graphql_body,
-		    &cfg->max_graphql_body_loc);
+		               &cfg->max_graphql_body_loc);
 		buf_adds(&b, "},\"audit\":{\"_\":0");
 		json_value_str(&b, "path", cfg->audit_path, &cfg->audit_path_loc);
 		buf_addc(&b, '}');
@@ -467,7 +469,7 @@ cmd_check(struct ctl *c)
 	p = ctl_load(c, &errs);
 	if (c->json) {
 		check_print_json(p ? policy_config(p) : NULL, buf_cstr(&errs),
-		    p ? policy_warnings(p) : NULL);
+		                 p ? policy_warnings(p) : NULL);
 	} else if (p == NULL) {
 		print_errors(buf_cstr(&errs));
 	} else {
@@ -494,13 +496,13 @@ int
 main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{"config", required_argument, NULL, 'c'},
-		{"method", required_argument, NULL, 'm'},
-		{"body", required_argument, NULL, 'b'},
-		{"content-type", required_argument, NULL, 't'},
-		{"json", no_argument, NULL, 'j'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+	    {"config", required_argument, NULL, 'c'},
+	    {"method", required_argument, NULL, 'm'},
+	    {"body", required_argument, NULL, 'b'},
+	    {"content-type", required_argument, NULL, 't'},
+	    {"json", no_argument, NULL, 'j'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
 	struct ctl c;
 	const char *cmd;
@@ -558,7 +560,8 @@ main(int argc, char **argv)
 	}
 	if ((explain && optind != argc - 1) || (!explain && optind != argc)) {
 		fprintf(stderr, "policyctl: %s\n",
-		    explain ? "explain needs exactly one HOST or URL" : "check takes no operands");
+		        explain ? "explain needs exactly one HOST or URL"
+		                : "check takes no operands");
 		usage(stderr);
 		ctl_free(&c);
 		return EXIT_USAGE;

@@ -111,20 +111,23 @@ static const struct schema_key schema_keys[] = {
 #undef F
 #undef L
 
-static struct cfg_loc *schema_loc(struct config *cfg, const struct schema_key *k)
+static struct cfg_loc *
+schema_loc(struct config *cfg, const struct schema_key *k)
 {
 	return (struct cfg_loc *)((char *)cfg + k->loc_off);
 }
 
 /* A message about a node, with its untrusted text escaped. */
-static const char *schema_text(struct buf *b, const struct cfg_node *n)
+static const char *
+schema_text(struct buf *b, const struct cfg_node *n)
 {
 	buf_reset(b);
 	config_escape(b, n->value, n->len);
 	return buf_cstr(b);
 }
 
-static int schema_is_null(const struct cfg_node *n)
+static int
+schema_is_null(const struct cfg_node *n)
 {
 	static const char *const nulls[] = {"", "~", "null", "Null", "NULL"};
 	size_t i;
@@ -137,7 +140,8 @@ static int schema_is_null(const struct cfg_node *n)
 	return 0;
 }
 
-static const char *schema_what(const struct cfg_node *n)
+static const char *
+schema_what(const struct cfg_node *n)
 {
 	if (n->type == CFG_NODE_MAPPING)
 		return "a mapping";
@@ -155,7 +159,8 @@ static const char *schema_what(const struct cfg_node *n)
  * U+2028/U+2029, which YAML reads as line breaks. libyaml has already
  * refused malformed UTF-8.
  */
-static const char *schema_text_check(const char *s, size_t len)
+static const char *
+schema_text_check(const char *s, size_t len)
 {
 	const unsigned char *p = (const unsigned char *)s;
 	size_t i;
@@ -181,8 +186,8 @@ static const char *schema_text_check(const char *s, size_t len)
 }
 
 /* Check one string scalar (a value or a list entry); 0 when it may be used. */
-static int schema_string(struct schema_state *st, const char *what, int entry,
-                         const struct cfg_node *n)
+static int
+schema_string(struct schema_state *st, const char *what, int entry, const struct cfg_node *n)
 {
 	const char *err, *sep = entry ? " entry" : "";
 	struct buf b;
@@ -205,7 +210,8 @@ static int schema_string(struct schema_state *st, const char *what, int entry,
 }
 
 /* Parse a decimal integer: digits, an optional '-', no leading zeros. */
-static const char *schema_integer(const struct cfg_node *n, long long *out)
+static const char *
+schema_integer(const struct cfg_node *n, long long *out)
 {
 	const char *s = n->value;
 	int neg = 0;
@@ -236,8 +242,9 @@ static const char *schema_integer(const struct cfg_node *n, long long *out)
 }
 
 /* Check a scalar value against its key's type; fills *num for the handler. */
-static int schema_scalar(struct schema_state *st, const struct schema_key *k,
-                         const struct cfg_node *v, long long *num)
+static int
+schema_scalar(struct schema_state *st, const struct schema_key *k, const struct cfg_node *v,
+              long long *num)
 {
 	static const char *const loose[] = {"yes", "no", "on", "off", "y", "n"};
 	const char *err;
@@ -319,7 +326,8 @@ bad:
 	return -1;
 }
 
-static const struct schema_key *schema_find(const char *section, const struct cfg_node *key)
+static const struct schema_key *
+schema_find(const char *section, const struct cfg_node *key)
 {
 	const struct schema_key *k;
 	size_t i;
@@ -337,7 +345,8 @@ static const struct schema_key *schema_find(const char *section, const struct cf
 }
 
 /* Another spelling of the same setting, for the "set twice" message. */
-static const char *schema_other_name(const struct schema_key *k)
+static const char *
+schema_other_name(const struct schema_key *k)
 {
 	size_t i;
 
@@ -351,8 +360,9 @@ static const char *schema_other_name(const struct schema_key *k)
 static void schema_walk(struct schema_state *, const struct cfg_node *, const char *);
 
 /* Check and store one key: value pair of a mapping. */
-static void schema_pair(struct schema_state *st, const char *section, const struct cfg_node *kn,
-                        const struct cfg_node *v)
+static void
+schema_pair(struct schema_state *st, const char *section, const struct cfg_node *kn,
+            const struct cfg_node *v)
 {
 	const struct schema_key *k;
 	struct cfg_loc *loc;
@@ -417,7 +427,8 @@ static void schema_pair(struct schema_state *st, const char *section, const stru
 	*loc = kn->loc;
 }
 
-static void schema_walk(struct schema_state *st, const struct cfg_node *map, const char *section)
+static void
+schema_walk(struct schema_state *st, const struct cfg_node *map, const char *section)
 {
 	size_t i;
 
@@ -425,39 +436,45 @@ static void schema_walk(struct schema_state *st, const struct cfg_node *map, con
 		schema_pair(st, section, map->kids[i], map->kids[i + 1]);
 }
 
-static void schema_store_none(struct schema_state *st, const struct schema_key *k,
-                              const struct cfg_node *v, long long num)
+static void
+schema_store_none(struct schema_state *st, const struct schema_key *k, const struct cfg_node *v,
+                  long long num)
 {
 }
 
-static void schema_store_int(struct schema_state *st, const struct schema_key *k,
-                             const struct cfg_node *v, long long num)
+static void
+schema_store_int(struct schema_state *st, const struct schema_key *k, const struct cfg_node *v,
+                 long long num)
 {
 	*(int *)((char *)st->cfg + k->off) = (int)num;
 }
 
-static void schema_store_size(struct schema_state *st, const struct schema_key *k,
-                              const struct cfg_node *v, long long num)
+static void
+schema_store_size(struct schema_state *st, const struct schema_key *k, const struct cfg_node *v,
+                  long long num)
 {
 	*(size_t *)((char *)st->cfg + k->off) = (size_t)num;
 }
 
-static void schema_store_mode(struct schema_state *st, const struct schema_key *k,
-                              const struct cfg_node *v, long long num)
+static void
+schema_store_mode(struct schema_state *st, const struct schema_key *k, const struct cfg_node *v,
+                  long long num)
 {
 	static const enum policy_mode modes[] = {MODE_PRACTICAL, MODE_STRICT, MODE_OFF};
 
 	st->cfg->mode = modes[num];
 }
 
-static void schema_store_violation(struct schema_state *st, const struct schema_key *k,
-                                   const struct cfg_node *v, long long num)
+static void
+schema_store_violation(struct schema_state *st, const struct schema_key *k,
+                       const struct cfg_node *v, long long num)
 {
 	st->cfg->on_violation = num == 0 ? VIOLATION_BLOCK : VIOLATION_FLAG;
 }
 
-static void schema_store_string(struct schema_state *st, const struct schema_key *k,
-                                const struct cfg_node *v, long long num)
+static void
+schema_store_string(struct schema_state *st, const struct schema_key *k, const struct cfg_node *v,
+                    long long num)
 {
 	char **p = (char **)((char *)st->cfg + k->off);
 
@@ -465,7 +482,8 @@ static void schema_store_string(struct schema_state *st, const struct schema_key
 	*p = xstrdup(v->value);
 }
 
-static void schema_list_add(struct cfg_list *l, char *value, const struct cfg_node *n)
+static void
+schema_list_add(struct cfg_list *l, char *value, const struct cfg_node *n)
 {
 	l->items = xreallocarray(l->items, l->n + 1, sizeof *l->items);
 	l->items[l->n].value = value;
@@ -473,7 +491,8 @@ static void schema_list_add(struct cfg_list *l, char *value, const struct cfg_no
 	l->n++;
 }
 
-static struct cfg_list *schema_list(struct schema_state *st, const struct schema_key *k)
+static struct cfg_list *
+schema_list(struct schema_state *st, const struct schema_key *k)
 {
 	struct cfg_list *l = (struct cfg_list *)((char *)st->cfg + k->off);
 
@@ -482,8 +501,9 @@ static struct cfg_list *schema_list(struct schema_state *st, const struct schema
 }
 
 /* Host lists: each entry goes through the matcher's own pattern check. */
-static void schema_store_hosts(struct schema_state *st, const struct schema_key *k,
-                               const struct cfg_node *seq, long long num)
+static void
+schema_store_hosts(struct schema_state *st, const struct schema_key *k, const struct cfg_node *seq,
+                   long long num)
 {
 	struct cfg_list *l = schema_list(st, k);
 	struct domain_set *set;
@@ -511,8 +531,9 @@ static void schema_store_hosts(struct schema_state *st, const struct schema_key 
 }
 
 /* List files: relative paths are taken from the directory of the file naming them. */
-static void schema_store_paths(struct schema_state *st, const struct schema_key *k,
-                               const struct cfg_node *seq, long long num)
+static void
+schema_store_paths(struct schema_state *st, const struct schema_key *k, const struct cfg_node *seq,
+                   long long num)
 {
 	struct cfg_list *l = schema_list(st, k);
 	const struct cfg_node *n;
@@ -534,8 +555,9 @@ static void schema_store_paths(struct schema_state *st, const struct schema_key 
 }
 
 /* RFC 9110 method = token; methods are case-sensitive and kept as written. */
-static void schema_store_methods(struct schema_state *st, const struct schema_key *k,
-                                 const struct cfg_node *seq, long long num)
+static void
+schema_store_methods(struct schema_state *st, const struct schema_key *k,
+                     const struct cfg_node *seq, long long num)
 {
 	static const char tchar[] = "!#$%&'*+-.^_`|~0123456789"
 	                            "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
@@ -564,8 +586,8 @@ static void schema_store_methods(struct schema_state *st, const struct schema_ke
  * this one file only (locations with line 0 are the settings it leaves
  * alone). An empty file sets nothing.
  */
-void schema_apply(struct cfg_ctx *ctx, const struct cfg_node *root, struct config *cfg,
-                  const char *dir)
+void
+schema_apply(struct cfg_ctx *ctx, const struct cfg_node *root, struct config *cfg, const char *dir)
 {
 	struct schema_state st;
 

@@ -25,17 +25,20 @@ static const struct url_scheme url_schemes[] = {
     {"wss", 443},
 };
 
-static int url_is_alpha(char c)
+static int
+url_is_alpha(char c)
 {
 	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
 }
 
-static int url_is_digit(char c)
+static int
+url_is_digit(char c)
 {
 	return c >= '0' && c <= '9';
 }
 
-static int url_hex(char c)
+static int
+url_hex(char c)
 {
 	if (c >= '0' && c <= '9')
 		return c - '0';
@@ -47,7 +50,8 @@ static int url_hex(char c)
 }
 
 /* Characters that end the authority of a special URL. */
-static int url_ends_authority(char c)
+static int
+url_ends_authority(char c)
 {
 	return c == '/' || c == '\\' || c == '?' || c == '#';
 }
@@ -56,7 +60,8 @@ static int url_ends_authority(char c)
  * The input as WHATWG reads it: leading and trailing C0 controls and spaces
  * stripped, and tab, CR and LF removed wherever they are.
  */
-static char *url_clean(const char *in, size_t *lenp)
+static char *
+url_clean(const char *in, size_t *lenp)
 {
 	const unsigned char *start = (const unsigned char *)in, *end;
 	char *s;
@@ -84,7 +89,8 @@ static char *url_clean(const char *in, size_t *lenp)
  * Returns the offset where the authority starts, or -1 for a scheme we do
  * not handle.
  */
-static long url_scheme(const char *s, size_t len, struct url *out)
+static long
+url_scheme(const char *s, size_t len, struct url *out)
 {
 	size_t i = 0, j, k;
 
@@ -116,7 +122,8 @@ static long url_scheme(const char *s, size_t len, struct url *out)
 	return -1;
 }
 
-static const char *url_parse_port(const char *p, size_t len, struct url *out)
+static const char *
+url_parse_port(const char *p, size_t len, struct url *out)
 {
 	unsigned long v = 0;
 	size_t i;
@@ -142,7 +149,8 @@ static const char *url_parse_port(const char *p, size_t len, struct url *out)
  * "ex%61mple.com" is example.com and "%2e" is an (invalid) ".". A bracketed
  * IPv6 literal is taken as it is.
  */
-static const char *url_parse_host(const char *p, size_t len, struct host *host)
+static const char *
+url_parse_host(const char *p, size_t len, struct host *host)
 {
 	const char *error;
 	char *dec;
@@ -166,7 +174,8 @@ static const char *url_parse_host(const char *p, size_t len, struct host *host)
 }
 
 /* Splits the authority into userinfo (dropped), host and port. */
-static const char *url_parse_authority(const char *p, size_t len, struct url *out)
+static const char *
+url_parse_authority(const char *p, size_t len, struct url *out)
 {
 	const char *error, *at, *colon = NULL;
 	size_t i, hlen;
@@ -201,7 +210,8 @@ static const char *url_parse_authority(const char *p, size_t len, struct url *ou
 	return NULL;
 }
 
-const char *url_parse(const char *in, struct url *out)
+const char *
+url_parse(const char *in, struct url *out)
 {
 	const char *error = NULL;
 	char *s, *path;
@@ -252,7 +262,8 @@ out:
 	return error;
 }
 
-void url_free(struct url *u)
+void
+url_free(struct url *u)
 {
 	free(u->path);
 	free(u->query);

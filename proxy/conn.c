@@ -22,75 +22,75 @@
 
 #include "egressd.h"
 
-#define CONN_HIGH_MARK	(256 * 1024)	/* stop reading a side past this much queued */
-#define CONN_LOW_MARK	(64 * 1024)	/* resume below this */
-#define CONN_DRAIN_SECS	5
+#define CONN_HIGH_MARK  (256 * 1024) /* stop reading a side past this much queued */
+#define CONN_LOW_MARK   (64 * 1024)  /* resume below this */
+#define CONN_DRAIN_SECS 5
 
 enum conn_state {
-	CONN_READ_HEAD,		/* waiting for (the rest of) a request head */
-	CONN_READ_BODY,		/* buffering a body the decision needs (GraphQL) */
-	CONN_CONNECTING,	/* resolving and connecting upstream */
-	CONN_EXCHANGE,		/* request going up, response coming down */
-	CONN_TUNNEL,		/* CONNECT: bytes both ways */
-	CONN_FLUSH,		/* writing a last response, then close */
+	CONN_READ_HEAD,  /* waiting for (the rest of) a request head */
+	CONN_READ_BODY,  /* buffering a body the decision needs (GraphQL) */
+	CONN_CONNECTING, /* resolving and connecting upstream */
+	CONN_EXCHANGE,   /* request going up, response coming down */
+	CONN_TUNNEL,     /* CONNECT: bytes both ways */
+	CONN_FLUSH,      /* writing a last response, then close */
 };
 
 /* How one body is moving from one side to the other. */
 struct conn_body {
-	enum http_body	 in;		/* framing read from the source */
-	enum http_body	 out;		/* framing written to the sink */
-	uint64_t	 left;		/* HTTP_BODY_LENGTH: bytes still to read */
-	struct chunked	 dec;
-	int		 done;
-	int64_t		 bytes;		/* body bytes moved */
+	enum http_body in;  /* framing read from the source */
+	enum http_body out; /* framing written to the sink */
+	uint64_t left;      /* HTTP_BODY_LENGTH: bytes still to read */
+	struct chunked dec;
+	int done;
+	int64_t bytes; /* body bytes moved */
 };
 
 struct conn_side {
-	struct bufferevent	*bev;
-	struct conn		*conn;
-	struct conn_side	*peer;
-	int			 eof;
-	int			 throttled;	/* reading stopped for backpressure */
+	struct bufferevent *bev;
+	struct conn *conn;
+	struct conn_side *peer;
+	int eof;
+	int throttled; /* reading stopped for backpressure */
 };
 
 struct conn {
-	TAILQ_ENTRY(conn)	 entry;
-	struct egressd		*e;
-	uint64_t		 id;
-	struct policy		*policy;	/* the snapshot this connection started with */
-	enum conn_state		 state;
-	int			 flags;
-#define CONN_F_CLOSED		0x1
-#define CONN_F_AUDITED		0x2	/* the current exchange has its audit event */
-#define CONN_F_RESP_STARTED	0x4	/* response bytes went to the client */
-#define CONN_F_CLIENT_CLOSE	0x8	/* close after this exchange */
-#define CONN_F_CONTINUE_SENT	0x10	/* we answered 100 Continue ourselves */
-	struct conn_side	 client;
-	struct conn_side	 up;
-	struct upstream		*upstream;
-	struct upstream_job	*job;
-	struct event		*timer;
-	char			 client_addr[64];
+	TAILQ_ENTRY(conn) entry;
+	struct egressd *e;
+	uint64_t id;
+	struct policy *policy; /* the snapshot this connection started with */
+	enum conn_state state;
+	int flags;
+#define CONN_F_CLOSED        0x1
+#define CONN_F_AUDITED       0x2  /* the current exchange has its audit event */
+#define CONN_F_RESP_STARTED  0x4  /* response bytes went to the client */
+#define CONN_F_CLIENT_CLOSE  0x8  /* close after this exchange */
+#define CONN_F_CONTINUE_SENT 0x10 /* we answered 100 Continue ourselves */
+	struct conn_side client;
+	struct conn_side up;
+	struct upstream *upstream;
+	struct upstream_job *job;
+	struct event *timer;
+	char client_addr[64];
 
 	/* The exchange in progress. */
-	struct http_msg		 req;
-	struct http_msg		 resp;
-	int			 head_started;	/* first byte of a head seen: its timer runs */
-	int			 req_parsed;
-	int			 resp_parsed;
-	int			 retried;	/* resent once after a stale pooled upstream */
-	struct host		 host;
-	uint16_t		 port;
-	char			*path;		/* no query string: it may carry secrets */
-	char			*query;
-	struct decision		 decision;
-	struct conn_body	 req_body;
-	struct conn_body	 resp_body;
-	struct evbuffer		*held;		/* a request body held for the decision */
-	int			 held_truncated;
-	uint64_t		 t_start;
-	int			 status;
-	const char		*error;
+	struct http_msg req;
+	struct http_msg resp;
+	int head_started; /* first byte of a head seen: its timer runs */
+	int req_parsed;
+	int resp_parsed;
+	int retried; /* resent once after a stale pooled upstream */
+	struct host host;
+	uint16_t port;
+	char *path; /* no query string: it may carry secrets */
+	char *query;
+	struct decision decision;
+	struct conn_body req_body;
+	struct conn_body resp_body;
+	struct evbuffer *held; /* a request body held for the decision */
+	int held_truncated;
+	uint64_t t_start;
+	int status;
+	const char *error;
 };
 
 static void conn_read_head(struct conn *);
@@ -106,8 +106,7 @@ conn_timer_cb(evutil_socket_t fd, short what, void *arg)
 
 	switch (c->state) {
 	case CONN_READ_HEAD:
-		if (evbuffer_get_length(bufferevent_get_input(c->client.bev)) > 0 ||
-		    c->req_parsed)
+		if (evbuffer_get_length(bufferevent_get_input(c->client.bev)) > 0 || c->req_parsed)
 			c->error = "request head timeout";
 		conn_close(c, c->error ? c->error : "idle timeout");
 		return;
@@ -299,9 +298,9 @@ conn_respond(struct conn *c, int status, const char *reason, const char *body, i
 	c->status = status;
 	c->flags |= CONN_F_RESP_STARTED;
 	evbuffer_add_printf(out,
-	    "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\n"
-	    "Content-Length: %zu\r\nCache-Control: no-store\r\n",
-	    status, reason, strlen(body));
+	                    "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\n"
+	                    "Content-Length: %zu\r\nCache-Control: no-store\r\n",
+	                    status, reason, strlen(body));
 	if (status == 403 && c->decision.rule[0] != '\0')
 		evbuffer_add_printf(out, "X-Egress-Rule: %s\r\n", c->decision.rule);
 	evbuffer_add_printf(out, "Connection: %s\r\n\r\n%s", keep ? "keep-alive" : "close", body);
@@ -339,16 +338,16 @@ conn_block(struct conn *c)
 	int keep;
 
 	snprintf(body, sizeof body,
-	    "Blocked by the egress policy.\n"
-	    "host: %s\nrule: %s (%s%s%s)\nreason: %s\n"
-	    "To see why: policyctl explain%s%s %s\n",
-	    c->host.name, d->rule, d->list ? d->list : "", d->list ? ", " : "", d->source,
-	    d->reason, conn_explain_method(c) ? " --method " : "",
-	    conn_explain_method(c) ? c->req.method : "", c->host.name);
+	         "Blocked by the egress policy.\n"
+	         "host: %s\nrule: %s (%s%s%s)\nreason: %s\n"
+	         "To see why: policyctl explain%s%s %s\n",
+	         c->host.name, d->rule, d->list ? d->list : "", d->list ? ", " : "", d->source,
+	         d->reason, conn_explain_method(c) ? " --method " : "",
+	         conn_explain_method(c) ? c->req.method : "", c->host.name);
 	/* Keep the connection only when no request body is left unread. */
 	keep = (c->req.flags & HTTP_F_KEEP_ALIVE) &&
 	       (c->req.body == HTTP_BODY_NONE || c->req_body.done ||
-		   (c->req.body == HTTP_BODY_LENGTH && c->req.length == 0)) &&
+	        (c->req.body == HTTP_BODY_LENGTH && c->req.length == 0)) &&
 	       !c->e->draining;
 	conn_respond(c, 403, "Forbidden", body, keep);
 	conn_audit(c);
@@ -407,14 +406,14 @@ conn_decide(struct conn *c)
 	}
 	conn_set_state(c, CONN_CONNECTING);
 	bufferevent_disable(c->client.bev, EV_READ);
-	c->job = upstream_get(c->e, c->policy, &c->host, c->port, &c->decision, 0,
-	    conn_upstream_cb, c);
+	c->job =
+	    upstream_get(c->e, c->policy, &c->host, c->port, &c->decision, 0, conn_upstream_cb, c);
 }
 
 /* Move held or streamed request body bytes; returns -1 after closing. */
 static int
 conn_body_move(struct conn *c, struct conn_body *b, struct evbuffer *in, struct evbuffer *out,
-    int at_eof)
+               int at_eof)
 {
 	enum chunked_result r;
 	const char *data;
@@ -522,13 +521,14 @@ conn_request(struct conn *c)
 
 	c->t_start = time_mono_ms();
 	if (!is_connect && c->req.uri.form != HTTP_TARGET_ABSOLUTE) {
-		conn_error(c, 400, "Bad Request",
+		conn_error(
+		    c, 400, "Bad Request",
 		    "this is a proxy: send absolute-form requests (http://host/path) or CONNECT");
 		return;
 	}
 	if (!is_connect && strcmp(c->req.uri.scheme, "http") != 0) {
 		conn_error(c, 400, "Bad Request",
-		    "https:// requests go through CONNECT, not as a plain proxy request");
+		           "https:// requests go through CONNECT, not as a plain proxy request");
 		return;
 	}
 	if ((err = host_parse(c->req.uri.host, strlen(c->req.uri.host), &c->host)) != NULL) {
@@ -539,7 +539,7 @@ conn_request(struct conn *c)
 	if (!is_connect) {
 		q = strchr(c->req.uri.path, '?');
 		c->path = xstrndup(c->req.uri.path,
-		    q ? (size_t)(q - c->req.uri.path) : strlen(c->req.uri.path));
+		                   q ? (size_t)(q - c->req.uri.path) : strlen(c->req.uri.path));
 		c->query = q ? xstrdup(q + 1) : NULL;
 	}
 	memset(&c->req_body, 0, sizeof c->req_body);
@@ -558,7 +558,7 @@ conn_request(struct conn *c)
 		c->req_body.out = HTTP_BODY_NONE; /* raw data into held */
 		if (c->req.flags & HTTP_F_EXPECT_CONTINUE) {
 			evbuffer_add_printf(bufferevent_get_output(c->client.bev),
-			    "HTTP/1.1 100 Continue\r\n\r\n");
+			                    "HTTP/1.1 100 Continue\r\n\r\n");
 			c->flags |= CONN_F_CONTINUE_SENT;
 		}
 		conn_set_state(c, CONN_READ_BODY);
@@ -594,12 +594,12 @@ conn_read_head(struct conn *c)
 		c->t_start = time_mono_ms();
 		c->error = c->req.error;
 		conn_error(c, c->req.error_status,
-		    c->req.error_status == 431   ? "Request Header Fields Too Large"
-		    : c->req.error_status == 414 ? "URI Too Long"
-		    : c->req.error_status == 501 ? "Not Implemented"
-		    : c->req.error_status == 505 ? "HTTP Version Not Supported"
-						 : "Bad Request",
-		    c->req.error);
+		           c->req.error_status == 431   ? "Request Header Fields Too Large"
+		           : c->req.error_status == 414 ? "URI Too Long"
+		           : c->req.error_status == 501 ? "Not Implemented"
+		           : c->req.error_status == 505 ? "HTTP Version Not Supported"
+		                                        : "Bad Request",
+		           c->req.error);
 		return;
 	}
 	evbuffer_drain(in, c->req.head_len);
@@ -647,8 +647,7 @@ conn_pump(struct conn *c)
 		return;
 	cin = bufferevent_get_input(cb);
 	uout = bufferevent_get_output(ub);
-	if (!c->req_body.done &&
-	    conn_body_move(c, &c->req_body, cin, uout, c->client.eof) == -1) {
+	if (!c->req_body.done && conn_body_move(c, &c->req_body, cin, uout, c->client.eof) == -1) {
 		conn_error(c, 400, "Bad Request", "malformed chunked request body");
 		return;
 	}
@@ -666,8 +665,7 @@ conn_pump(struct conn *c)
 		return;
 	uin = bufferevent_get_input(ub);
 	cout = bufferevent_get_output(cb);
-	if (!c->resp_body.done &&
-	    conn_body_move(c, &c->resp_body, uin, cout, c->up.eof) == -1) {
+	if (!c->resp_body.done && conn_body_move(c, &c->resp_body, uin, cout, c->up.eof) == -1) {
 		conn_close(c, "malformed chunked response body");
 		return;
 	}
@@ -695,7 +693,7 @@ conn_read_response(struct conn *c)
 	while (!c->resp_parsed && (len = evbuffer_get_length(in)) > 0) {
 		want = len < c->e->http.head ? len : c->e->http.head + 1;
 		r = http_parse_response((const char *)evbuffer_pullup(in, (ev_ssize_t)want), want,
-		    &c->e->http, c->req.method, &c->resp);
+		                        &c->e->http, c->req.method, &c->resp);
 		if (r == HTTP_PARSE_INCOMPLETE)
 			return;
 		if (r == HTTP_PARSE_ERROR) {
@@ -708,7 +706,7 @@ conn_read_response(struct conn *c)
 			if (c->resp.status == 100 && (c->req.flags & HTTP_F_EXPECT_CONTINUE) &&
 			    !(c->flags & CONN_F_CONTINUE_SENT)) {
 				evbuffer_add_printf(bufferevent_get_output(c->client.bev),
-				    "HTTP/1.1 100 Continue\r\n\r\n");
+				                    "HTTP/1.1 100 Continue\r\n\r\n");
 				c->flags |= CONN_F_CONTINUE_SENT;
 			}
 			http_msg_free(&c->resp);
@@ -751,7 +749,7 @@ conn_exchange_done(struct conn *c)
 	conn_audit(c);
 	if (c->upstream != NULL) {
 		reusable = c->resp_parsed && (c->resp.flags & HTTP_F_KEEP_ALIVE) &&
-			   c->resp.body != HTTP_BODY_CLOSE && !c->up.eof && c->req_body.done;
+		           c->resp.body != HTTP_BODY_CLOSE && !c->up.eof && c->req_body.done;
 		upstream_release(c->e, c->upstream, reusable);
 		c->upstream = NULL;
 		c->up.bev = NULL;
@@ -876,7 +874,7 @@ conn_retry(struct conn *c)
 	conn_set_state(c, CONN_CONNECTING);
 	bufferevent_disable(c->client.bev, EV_READ);
 	c->job = upstream_get(c->e, c->policy, &c->host, c->port, &c->decision, UPSTREAM_F_FRESH,
-	    conn_upstream_cb, c);
+	                      conn_upstream_cb, c);
 	return 1;
 }
 
@@ -1009,8 +1007,8 @@ conn_upstream_cb(void *arg, struct upstream_result *r)
 	}
 	if (r->err != UPSTREAM_OK) {
 		snprintf(detail, sizeof detail, "%s: %s:%u%s%s", upstream_strerror(r->err),
-		    c->host.name, c->port, r->sys_errno ? ": " : "",
-		    r->sys_errno ? strerror(r->sys_errno) : "");
+		         c->host.name, c->port, r->sys_errno ? ": " : "",
+		         r->sys_errno ? strerror(r->sys_errno) : "");
 		c->error = upstream_strerror(r->err);
 		if (r->err == UPSTREAM_E_TIMEOUT)
 			conn_error(c, 504, "Gateway Timeout", detail);
@@ -1023,7 +1021,7 @@ conn_upstream_cb(void *arg, struct upstream_result *r)
 	if (strcmp(c->req.method, "CONNECT") == 0) {
 		c->status = 200;
 		evbuffer_add_printf(bufferevent_get_output(c->client.bev),
-		    "HTTP/1.1 200 Connection established\r\n\r\n");
+		                    "HTTP/1.1 200 Connection established\r\n\r\n");
 		c->flags |= CONN_F_RESP_STARTED;
 		conn_set_state(c, CONN_TUNNEL);
 		bufferevent_enable(c->client.bev, EV_READ);
@@ -1051,13 +1049,13 @@ conn_accept(struct egressd *e, int fd, const struct sockaddr *sa, socklen_t sale
 
 		inet_ntop(AF_INET, &sin->sin_addr, host, sizeof host);
 		snprintf(c->client_addr, sizeof c->client_addr, "%s:%u", host,
-		    ntohs(sin->sin_port));
+		         ntohs(sin->sin_port));
 	} else if (sa->sa_family == AF_INET6) {
 		const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)sa;
 
 		inet_ntop(AF_INET6, &sin6->sin6_addr, host, sizeof host);
 		snprintf(c->client_addr, sizeof c->client_addr, "[%s]:%u", host,
-		    ntohs(sin6->sin6_port));
+		         ntohs(sin6->sin6_port));
 	}
 	(void)salen;
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
@@ -1075,7 +1073,7 @@ conn_accept(struct egressd *e, int fd, const struct sockaddr *sa, socklen_t sale
 	TAILQ_INSERT_TAIL(&e->conns, c, entry);
 	e->nconns++;
 	bufferevent_setcb(c->client.bev, conn_client_read_cb, conn_client_write_cb, conn_event_cb,
-	    &c->client);
+	                  &c->client);
 	bufferevent_setwatermark(c->client.bev, EV_WRITE, CONN_LOW_MARK, 0);
 	bufferevent_enable(c->client.bev, EV_READ | EV_WRITE);
 	conn_set_state(c, CONN_READ_HEAD);

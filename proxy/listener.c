@@ -17,14 +17,14 @@
 
 #include "egressd.h"
 
-#define LISTENER_BACKLOG	1024
-#define LISTENER_RETRY_MS	500
+#define LISTENER_BACKLOG  1024
+#define LISTENER_RETRY_MS 500
 
 struct listener {
-	struct egressd		*e;
-	struct evconnlistener	*lev;
-	struct event		*retry;
-	int			 paused;
+	struct egressd *e;
+	struct evconnlistener *lev;
+	struct event *retry;
+	int paused;
 };
 
 /* Split "host:port" or "[v6]:port" into a socket address. */
@@ -107,8 +107,8 @@ listener_bind(const char *spec, int allow_non_loopback, char *err, size_t errlen
 	}
 	if (!allow_non_loopback && !listener_addr_is_loopback(&ss)) {
 		snprintf(err, errlen,
-		    "not a loopback address; an egress proxy reachable from other hosts is an "
-		    "open proxy (pass --allow-non-loopback if that is really meant)");
+		         "not a loopback address; an egress proxy reachable from other hosts is an "
+		         "open proxy (pass --allow-non-loopback if that is really meant)");
 		return -1;
 	}
 	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -178,8 +178,8 @@ listener_is_loopback(int fd)
 }
 
 static void
-listener_accept_cb(struct evconnlistener *lev, evutil_socket_t fd, struct sockaddr *sa,
-    int salen, void *arg)
+listener_accept_cb(struct evconnlistener *lev, evutil_socket_t fd, struct sockaddr *sa, int salen,
+                   void *arg)
 {
 	struct listener *l = arg;
 	struct egressd *e = l->e;
@@ -230,7 +230,7 @@ listener_new(struct egressd *e, int fd)
 	l = xcalloc(1, sizeof *l);
 	l->e = e;
 	l->lev = evconnlistener_new(e->base, listener_accept_cb, l,
-	    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, -1, fd);
+	                            LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, -1, fd);
 	if (l->lev == NULL) {
 		log_warnx("cannot listen on fd %d", fd);
 		close(fd);

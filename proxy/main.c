@@ -19,28 +19,28 @@
 
 #include "egressd.h"
 
-#define EGRESSD_DEFAULT_PROXY	"127.0.0.1:18080"
-#define EXIT_CONFIG		2
+#define EGRESSD_DEFAULT_PROXY "127.0.0.1:18080"
+#define EXIT_CONFIG           2
 
 struct egressd_opts {
-	const char	*proxy;
-	const char	*audit;
-	char		**upstream_dns;
-	size_t		 nupstream_dns;
-	int		 ready_fd;
-	int		 check;
-	int		 allow_non_loopback;
+	const char *proxy;
+	const char *audit;
+	char **upstream_dns;
+	size_t nupstream_dns;
+	int ready_fd;
+	int check;
+	int allow_non_loopback;
 };
 
 static void
 usage(FILE *f)
 {
 	fprintf(f,
-	    "usage: egressd [--config FILE]... [--proxy ADDR:PORT] [--audit FILE|-]\n"
-	    "               [--upstream-dns ADDR[:PORT]]... [--ready-fd N] [--check]\n"
-	    "               [--allow-non-loopback] [--max-conns N] [--header-timeout S]\n"
-	    "               [--idle-timeout S] [--connect-timeout S] [--response-timeout S]\n"
-	    "               [--grace S] [-v]\n");
+	        "usage: egressd [--config FILE]... [--proxy ADDR:PORT] [--audit FILE|-]\n"
+	        "               [--upstream-dns ADDR[:PORT]]... [--ready-fd N] [--check]\n"
+	        "               [--allow-non-loopback] [--max-conns N] [--header-timeout S]\n"
+	        "               [--idle-timeout S] [--connect-timeout S] [--response-timeout S]\n"
+	        "               [--grace S] [-v]\n");
 }
 
 static int
@@ -148,7 +148,7 @@ egressd_grace_cb(evutil_socket_t fd, short what, void *arg)
 	struct egressd *e = arg;
 
 	log_info("grace period over: cutting %u open connection%s", e->nconns,
-	    e->nconns == 1 ? "" : "s");
+	         e->nconns == 1 ? "" : "s");
 	conn_close_all(e, "cut at shutdown");
 	egressd_stop(e);
 }
@@ -168,7 +168,7 @@ egressd_term_cb(evutil_socket_t sig, short what, void *arg)
 	}
 	e->draining = 1;
 	log_info("signal %d: draining %u connection%s (grace %us)", (int)sig, e->nconns,
-	    e->nconns == 1 ? "" : "s", e->lim.grace);
+	         e->nconns == 1 ? "" : "s", e->lim.grace);
 	if (e->proxy_lst != NULL)
 		listener_pause(e->proxy_lst);
 	conn_drain_idle(e);
@@ -189,7 +189,8 @@ egressd_dns_init(struct egressd *e, struct egressd_opts *o)
 	if (o->nupstream_dns == 0) {
 		e->dns = evdns_base_new(e->base, EVDNS_BASE_INITIALIZE_NAMESERVERS);
 		if (e->dns == NULL) {
-			log_warnx("cannot read the resolvers of /etc/resolv.conf; use --upstream-dns");
+			log_warnx(
+			    "cannot read the resolvers of /etc/resolv.conf; use --upstream-dns");
 			return -1;
 		}
 		return 0;
@@ -209,12 +210,12 @@ static void
 egressd_print_usage_lines(const char *addr)
 {
 	fprintf(stderr,
-	    "egressd: proxy listening on %s\n"
-	    "egressd: to send a shell's traffic through it, paste:\n"
-	    "  export HTTP_PROXY=http://%s HTTPS_PROXY=http://%s\n"
-	    "  export http_proxy=http://%s https_proxy=http://%s\n"
-	    "  export NO_PROXY=localhost,127.0.0.1,::1 no_proxy=localhost,127.0.0.1,::1\n",
-	    addr, addr, addr, addr, addr);
+	        "egressd: proxy listening on %s\n"
+	        "egressd: to send a shell's traffic through it, paste:\n"
+	        "  export HTTP_PROXY=http://%s HTTPS_PROXY=http://%s\n"
+	        "  export http_proxy=http://%s https_proxy=http://%s\n"
+	        "  export NO_PROXY=localhost,127.0.0.1,::1 no_proxy=localhost,127.0.0.1,::1\n",
+	        addr, addr, addr, addr, addr);
 }
 
 static int
@@ -228,22 +229,22 @@ static int
 egressd_parse(int argc, char **argv, struct egressd *e, struct egressd_opts *o)
 {
 	static const struct option opts[] = {
-		{"config", required_argument, NULL, 'c'},
-		{"proxy", required_argument, NULL, 'p'},
-		{"audit", required_argument, NULL, 'a'},
-		{"upstream-dns", required_argument, NULL, 'u'},
-		{"ready-fd", required_argument, NULL, 'r'},
-		{"check", no_argument, NULL, 'C'},
-		{"allow-non-loopback", no_argument, NULL, 'L'},
-		{"max-conns", required_argument, NULL, 1},
-		{"header-timeout", required_argument, NULL, 2},
-		{"idle-timeout", required_argument, NULL, 3},
-		{"connect-timeout", required_argument, NULL, 4},
-		{"response-timeout", required_argument, NULL, 5},
-		{"grace", required_argument, NULL, 6},
-		{"verbose", no_argument, NULL, 'v'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+	    {"config", required_argument, NULL, 'c'},
+	    {"proxy", required_argument, NULL, 'p'},
+	    {"audit", required_argument, NULL, 'a'},
+	    {"upstream-dns", required_argument, NULL, 'u'},
+	    {"ready-fd", required_argument, NULL, 'r'},
+	    {"check", no_argument, NULL, 'C'},
+	    {"allow-non-loopback", no_argument, NULL, 'L'},
+	    {"max-conns", required_argument, NULL, 1},
+	    {"header-timeout", required_argument, NULL, 2},
+	    {"idle-timeout", required_argument, NULL, 3},
+	    {"connect-timeout", required_argument, NULL, 4},
+	    {"response-timeout", required_argument, NULL, 5},
+	    {"grace", required_argument, NULL, 6},
+	    {"verbose", no_argument, NULL, 'v'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
 	unsigned v, *dst;
 	int ch;
@@ -263,13 +264,14 @@ egressd_parse(int argc, char **argv, struct egressd *e, struct egressd_opts *o)
 			break;
 		case 'u':
 			o->upstream_dns = xreallocarray(o->upstream_dns, o->nupstream_dns + 1,
-			    sizeof *o->upstream_dns);
+			                                sizeof *o->upstream_dns);
 			o->upstream_dns[o->nupstream_dns++] = optarg;
 			break;
 		case 'r':
-			if (parse_uint(optarg, 0, 65535, &v) == -1 || fcntl((int)v, F_GETFD) == -1) {
+			if (parse_uint(optarg, 0, 65535, &v) == -1 ||
+			    fcntl((int)v, F_GETFD) == -1) {
 				fprintf(stderr, "egressd: --ready-fd %s: not an open descriptor\n",
-				    optarg);
+				        optarg);
 				return -1;
 			}
 			o->ready_fd = (int)v;
@@ -310,7 +312,7 @@ egressd_parse(int argc, char **argv, struct egressd *e, struct egressd_opts *o)
 		}
 		if (dst != NULL && parse_uint(optarg, 1, 1000000, dst) == -1) {
 			fprintf(stderr, "egressd: %s: expected a number from 1 to 1000000\n",
-			    argv[optind - 1]);
+			        argv[optind - 1]);
 			return -1;
 		}
 	}
@@ -355,7 +357,7 @@ egressd_listen(struct egressd *e, struct egressd_opts *o, char *shown, size_t le
 			snprintf(addr, sizeof addr, "%s", o->proxy);
 		else
 			snprintf(addr, sizeof addr, "127.0.0.1:%d",
-			    policy_config(e->policy)->proxy_port);
+			         policy_config(e->policy)->proxy_port);
 		if ((fd = listener_bind(addr, o->allow_non_loopback, err, sizeof err)) == -1) {
 			fprintf(stderr, "egressd: --proxy %s: %s\n", addr, err);
 			return -1;
@@ -364,8 +366,8 @@ egressd_listen(struct egressd *e, struct egressd_opts *o, char *shown, size_t le
 	}
 	if (!o->allow_non_loopback && !listener_is_loopback(fd)) {
 		fprintf(stderr, "egressd: the proxy listener is not on a loopback address; "
-				"an egress proxy reachable from other hosts is an open proxy. "
-				"Pass --allow-non-loopback if that is really meant.\n");
+		                "an egress proxy reachable from other hosts is an open proxy. "
+		                "Pass --allow-non-loopback if that is really meant.\n");
 		close(fd);
 		return -1;
 	}

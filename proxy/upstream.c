@@ -20,42 +20,42 @@
 
 #include "egressd.h"
 
-#define UPSTREAM_MAX_ADDRS	16
+#define UPSTREAM_MAX_ADDRS 16
 
 struct upstream_pool {
-	struct egressd		*e;
-	TAILQ_HEAD(, upstream)	 idle;
-	unsigned		 nidle;
+	struct egressd *e;
+	TAILQ_HEAD(, upstream) idle;
+	unsigned nidle;
 };
 
 struct upstream_job {
-	struct egressd		*e;
-	struct policy		*policy;
-	struct host		 host;
-	uint16_t		 port;
-	struct decision		 decision;	/* the name's decision; the guard is applied per address */
-	upstream_cb		 cb;
-	void			*arg;
+	struct egressd *e;
+	struct policy *policy;
+	struct host host;
+	uint16_t port;
+	struct decision decision; /* the name's decision; the guard is applied per address */
+	upstream_cb cb;
+	void *arg;
 	struct evdns_getaddrinfo_request *dns_req;
-	struct evutil_addrinfo	*ai_sync;
-	int			 dns_err_sync;
-	int			 in_call;
-	int			 sync_done;
-	struct addr		 addrs[UPSTREAM_MAX_ADDRS];
-	size_t			 naddrs;
-	size_t			 next;
-	struct bufferevent	*bev;		/* the attempt in progress */
-	struct event		*timer;		/* the whole resolve + connect phase */
-	int			 last_errno;
-	int			 any_allowed;
-	struct decision		 blocked;	/* the guard's answer for a refused address */
+	struct evutil_addrinfo *ai_sync;
+	int dns_err_sync;
+	int in_call;
+	int sync_done;
+	struct addr addrs[UPSTREAM_MAX_ADDRS];
+	size_t naddrs;
+	size_t next;
+	struct bufferevent *bev; /* the attempt in progress */
+	struct event *timer;     /* the whole resolve + connect phase */
+	int last_errno;
+	int any_allowed;
+	struct decision blocked; /* the guard's answer for a refused address */
 };
 
 static int upstream_try_next(struct upstream_job *);
 
 static void
 upstream_addr_to_sockaddr(const struct addr *a, uint16_t port, struct sockaddr_storage *ss,
-    socklen_t *len)
+                          socklen_t *len)
 {
 	struct sockaddr_in *sin = (struct sockaddr_in *)ss;
 	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
@@ -248,12 +248,13 @@ upstream_timeout_cb(evutil_socket_t fd, short what, void *arg)
 /* Take an idle pooled connection whose address the policy still allows. */
 static struct upstream *
 upstream_pool_take(struct upstream_pool *pool, const struct policy *p, const char *key,
-    struct decision *d)
+                   struct decision *d)
 {
 	struct upstream *u;
 	struct decision t;
 
-	TAILQ_FOREACH(u, &pool->idle, entry) {
+	TAILQ_FOREACH(u, &pool->idle, entry)
+	{
 		if (strcmp(u->key, key) != 0)
 			continue;
 		t = *d;
@@ -278,7 +279,7 @@ upstream_pool_take(struct upstream_pool *pool, const struct policy *p, const cha
  */
 struct upstream_job *
 upstream_get(struct egressd *e, struct policy *p, const struct host *h, uint16_t port,
-    const struct decision *d, int flags, upstream_cb cb, void *arg)
+             const struct decision *d, int flags, upstream_cb cb, void *arg)
 {
 	struct evutil_addrinfo hints;
 	struct upstream_job *j;
@@ -389,8 +390,8 @@ upstream_release(struct egressd *e, struct upstream *u, int reusable)
 		return;
 	}
 	TAILQ_FOREACH(v, &pool->idle, entry)
-		if (strcmp(v->key, u->key) == 0)
-			same++;
+	if (strcmp(v->key, u->key) == 0)
+		same++;
 	if (same >= e->lim.pool_max_idle) {
 		upstream_free(u);
 		return;

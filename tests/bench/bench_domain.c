@@ -211,7 +211,7 @@ gen_queries(unsigned long n)
 /* Lookups over the first nq queries for at least MIN_LOOKUP_SECS of CPU. */
 static double
 run_lookups(const struct domain_set *set, const char *q, size_t nq, unsigned long long *wrong,
-    double *wall_rate)
+            double *wall_rate)
 {
 	unsigned long long lookups = 0;
 	double t0 = now(), c0 = cpu(), csecs;

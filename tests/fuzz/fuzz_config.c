@@ -12,7 +12,8 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct config *cfg, *again;
 	struct buf errs, dump;

@@ -12,7 +12,8 @@
 
 #define FUZZ_URL_MAX 4096
 
-static void fuzz_url_check_host(const struct host *h)
+static void
+fuzz_url_check_host(const struct host *h)
 {
 	const char *p;
 
@@ -28,7 +29,8 @@ static void fuzz_url_check_host(const struct host *h)
 		abort();
 }
 
-static void fuzz_url_reparse(const struct url *u)
+static void
+fuzz_url_reparse(const struct url *u)
 {
 	struct url again;
 	char *s;
@@ -46,7 +48,8 @@ static void fuzz_url_reparse(const struct url *u)
 	free(s);
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct host host;
 	struct url u;

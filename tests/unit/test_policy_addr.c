@@ -56,7 +56,8 @@ static const struct parse_case parse_cases[] = {
     {"0000:0000:0000:0000:0000:0000:0000:0000:0000", "invalid IPv6 address", 1},
 };
 
-static void test_addr_parse(void **state)
+static void
+test_addr_parse(void **state)
 {
 	const struct parse_case *c;
 	struct addr a;
@@ -80,7 +81,8 @@ static void test_addr_parse(void **state)
 	}
 }
 
-static void test_addr_format_small(void **state)
+static void
+test_addr_format_small(void **state)
 {
 	struct addr a;
 	char text[8];
@@ -129,7 +131,8 @@ static const struct cidr_case cidr_cases[] = {
     {"0000:0000:0000:0000:0000:0000:0000:0000:0000:0000/64", "invalid address", 1},
 };
 
-static void test_addr_cidr_parse(void **state)
+static void
+test_addr_cidr_parse(void **state)
 {
 	const struct cidr_case *c;
 	struct cidr cidr;
@@ -185,7 +188,8 @@ static const struct in_case in_cases[] = {
     {"2001:db8::2", "2001:db8::1", 0},
 };
 
-static void test_addr_in_cidr(void **state)
+static void
+test_addr_in_cidr(void **state)
 {
 	const struct in_case *c;
 	struct cidr cidr;
@@ -201,7 +205,8 @@ static void test_addr_in_cidr(void **state)
 	}
 }
 
-static void test_addr_unmap(void **state)
+static void
+test_addr_unmap(void **state)
 {
 	struct addr a, u;
 	char text[64];
@@ -224,7 +229,8 @@ static void test_addr_unmap(void **state)
 	assert_memory_equal(&u, &a, sizeof a);
 }
 
-static void test_addr_special_table(void **state)
+static void
+test_addr_special_table(void **state)
 {
 	char line[256], *p, *text, *want;
 	unsigned lineno = 0, cases = 0, failed = 0;
@@ -260,7 +266,8 @@ static void test_addr_special_table(void **state)
 }
 
 /* An address of neither family is never taken for a reachable one. */
-static void test_addr_special_invalid(void **state)
+static void
+test_addr_special_invalid(void **state)
 {
 	struct cidr cidr;
 	struct addr a;
@@ -272,7 +279,8 @@ static void test_addr_special_invalid(void **state)
 	assert_false(addr_in_cidr(&a, &cidr));
 }
 
-int main(void)
+int
+main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_addr_parse),           cmocka_unit_test(test_addr_format_small),

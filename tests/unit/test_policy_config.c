@@ -20,7 +20,8 @@
 #define CONFIG_DIR TEST_DATA_DIR "/config"
 
 /* Load files relative to the config data dir; fails the test on errors. */
-static struct config *load_ok(size_t n, ...)
+static struct config *
+load_ok(size_t n, ...)
 {
 	char *files[8];
 	struct config *cfg;
@@ -43,7 +44,8 @@ static struct config *load_ok(size_t n, ...)
 	return cfg;
 }
 
-static void assert_list(const struct cfg_list *l, const char *const *want, size_t n)
+static void
+assert_list(const struct cfg_list *l, const char *const *want, size_t n)
 {
 	size_t i;
 
@@ -52,7 +54,8 @@ static void assert_list(const struct cfg_list *l, const char *const *want, size_
 		assert_string_equal(l->items[i].value, want[i]);
 }
 
-static void assert_loc(const struct cfg_loc *loc, const char *file, unsigned line, unsigned col)
+static void
+assert_loc(const struct cfg_loc *loc, const char *file, unsigned line, unsigned col)
 {
 	if (file == NULL)
 		assert_null(loc->file);
@@ -66,7 +69,8 @@ static void assert_loc(const struct cfg_loc *loc, const char *file, unsigned lin
 }
 
 /* The line of policy/default.yaml holding text, so edits there do not break tests. */
-static unsigned builtin_line(const char *text)
+static unsigned
+builtin_line(const char *text)
 {
 	const char *p = strstr(config_default_yaml, text), *q;
 	unsigned line = 1;
@@ -77,7 +81,8 @@ static unsigned builtin_line(const char *text)
 	return line;
 }
 
-static void test_builtin_default(void **state)
+static void
+test_builtin_default(void **state)
 {
 	static const char *const methods[] = {"GET", "HEAD", "OPTIONS"};
 	struct config *cfg = load_ok(0);
@@ -107,7 +112,8 @@ static void test_builtin_default(void **state)
 }
 
 /* The compiled-in values and default.yaml must agree. */
-static void test_builtin_matches_code(void **state)
+static void
+test_builtin_matches_code(void **state)
 {
 	struct config *a, *b;
 	struct buf errs;
@@ -131,7 +137,8 @@ static void test_builtin_matches_code(void **state)
 }
 
 /* With a file, the built-in settings stay but its host lists do not. */
-static void test_defaults_under_file(void **state)
+static void
+test_defaults_under_file(void **state)
 {
 	static const char *const methods[] = {"GET", "HEAD", "OPTIONS"};
 	struct config *cfg = load_ok(1, "good/empty.yaml");
@@ -149,7 +156,8 @@ static void test_defaults_under_file(void **state)
 	config_free(cfg);
 }
 
-static void test_every_key(void **state)
+static void
+test_every_key(void **state)
 {
 	static const char *const block[] = {"*.tracker.example", "ads.example.net", "203.0.113.7"};
 	static const char *const allow[] = {"api.anthropic.com", "*.github.com", "198.18.0.0/15",
@@ -185,7 +193,8 @@ static void test_every_key(void **state)
 	config_free(cfg);
 }
 
-static void test_json_seed(void **state)
+static void
+test_json_seed(void **state)
 {
 	static const char *const methods[] = {"GET", "HEAD", "OPTIONS", "POST"};
 	static const char *const allow[] = {"registry.npmjs.org", "*.pypi.org"};
@@ -199,7 +208,8 @@ static void test_json_seed(void **state)
 	config_free(cfg);
 }
 
-static void test_wrapper_file(void **state)
+static void
+test_wrapper_file(void **state)
 {
 	static const char *const allow[] = {"api.anthropic.com"};
 	static const char *const block[] = {"*.segment.io"};
@@ -211,7 +221,8 @@ static void test_wrapper_file(void **state)
 	config_free(cfg);
 }
 
-static void test_merge_inherit(void **state)
+static void
+test_merge_inherit(void **state)
 {
 	static const char *const block[] = {"*.segment.io", "tracker.example", "ads.example.net"};
 	static const char *const allow[] = {"api.anthropic.com", "registry.npmjs.org"};
@@ -241,7 +252,8 @@ static void test_merge_inherit(void **state)
 	config_free(cfg);
 }
 
-static void test_merge_replace(void **state)
+static void
+test_merge_replace(void **state)
 {
 	static const char *const block[] = {"*.segment.io", "tracker.example"};
 	static const char *const allow[] = {"registry.npmjs.org"};
@@ -265,7 +277,8 @@ static void test_merge_replace(void **state)
 }
 
 /* inheritGlobal: false in the global file carries over to project files. */
-static void test_merge_inherited_flag(void **state)
+static void
+test_merge_inherited_flag(void **state)
 {
 	static const char *const allow[] = {"registry.npmjs.org"};
 	static const char *const allow2[] = {"api.anthropic.com", "registry.npmjs.org"};
@@ -282,7 +295,8 @@ static void test_merge_inherited_flag(void **state)
 	config_free(cfg);
 }
 
-static void test_dump_roundtrip(void **state)
+static void
+test_dump_roundtrip(void **state)
 {
 	struct config *a, *b;
 	struct buf out, out2, errs;
@@ -342,7 +356,8 @@ static void test_dump_roundtrip(void **state)
 	buf_free(&errs);
 }
 
-static void test_dump_builtin(void **state)
+static void
+test_dump_builtin(void **state)
 {
 	struct config *a, *b;
 	struct buf out, errs;
@@ -363,7 +378,8 @@ static void test_dump_builtin(void **state)
 	buf_free(&errs);
 }
 
-static char *read_all(const char *path)
+static char *
+read_all(const char *path)
 {
 	struct buf b;
 	char chunk[4096];
@@ -380,7 +396,8 @@ static char *read_all(const char *path)
 }
 
 /* Every bad/NAME.yaml fails to load with exactly the messages of NAME.err. */
-static void test_bad_files(void **state)
+static void
+test_bad_files(void **state)
 {
 	struct dirent *de;
 	struct config *cfg;
@@ -415,7 +432,8 @@ static void test_bad_files(void **state)
 	assert_true(n >= 30);
 }
 
-static void test_cannot_read(void **state)
+static void
+test_cannot_read(void **state)
 {
 	char *files[3] = {"good/empty.yaml", "good/missing.yaml", "good"};
 	struct config *cfg;
@@ -432,7 +450,8 @@ static void test_cannot_read(void **state)
 }
 
 /* Errors of several files come out file by file, each in line order. */
-static void test_errors_across_files(void **state)
+static void
+test_errors_across_files(void **state)
 {
 	char *files[2] = {"bad/port-zero.yaml", "bad/bad-enum.yaml"};
 	struct config *cfg;
@@ -450,7 +469,8 @@ static void test_errors_across_files(void **state)
 	buf_free(&errs);
 }
 
-static void test_mem_cases(void **state)
+static void
+test_mem_cases(void **state)
 {
 	static const struct {
 		const char *text;
@@ -504,7 +524,8 @@ static void test_mem_cases(void **state)
 	}
 }
 
-static void test_limits(void **state)
+static void
+test_limits(void **state)
 {
 	struct config *cfg;
 	struct buf text, errs;
@@ -545,7 +566,8 @@ static void test_limits(void **state)
 	buf_free(&errs);
 }
 
-static void test_mode_name(void **state)
+static void
+test_mode_name(void **state)
 {
 	assert_string_equal(config_mode_name(MODE_PRACTICAL), "practical");
 	assert_string_equal(config_mode_name(MODE_STRICT), "strict");
@@ -553,7 +575,8 @@ static void test_mode_name(void **state)
 	config_free(NULL);
 }
 
-int main(void)
+int
+main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_builtin_default),

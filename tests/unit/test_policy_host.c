@@ -17,7 +17,8 @@
 
 #define HOST_TSV TEST_DATA_DIR "/host.tsv"
 
-static int hexval(char c)
+static int
+hexval(char c)
 {
 	if (c >= '0' && c <= '9')
 		return c - '0';
@@ -29,7 +30,8 @@ static int hexval(char c)
 }
 
 /* Decodes \\ \t \n \r \xHH in place; returns the decoded length. */
-static size_t unescape(char *s)
+static size_t
+unescape(char *s)
 {
 	char *r = s, *w = s;
 
@@ -63,7 +65,8 @@ static size_t unescape(char *s)
 	return (size_t)(w - s);
 }
 
-static int check_case(unsigned lineno, char *input, const char *result, const char *want)
+static int
+check_case(unsigned lineno, char *input, const char *result, const char *want)
 {
 	struct host h;
 	const char *error;
@@ -89,7 +92,8 @@ static int check_case(unsigned lineno, char *input, const char *result, const ch
 	return ok ? 0 : -1;
 }
 
-static void test_host_table(void **state)
+static void
+test_host_table(void **state)
 {
 	char line[2048], *p, *f[3];
 	unsigned lineno = 0, cases = 0, failed = 0;
@@ -118,7 +122,8 @@ static void test_host_table(void **state)
 }
 
 /* The address a numeric host stands for, not only its text. */
-static void test_host_addr_value(void **state)
+static void
+test_host_addr_value(void **state)
 {
 	struct host h;
 
@@ -135,7 +140,8 @@ static void test_host_addr_value(void **state)
 }
 
 /* The length argument rules: bytes past it are never read. */
-static void test_host_length(void **state)
+static void
+test_host_length(void **state)
 {
 	struct host h;
 	char big[2000];
@@ -149,7 +155,8 @@ static void test_host_length(void **state)
 	assert_null(host_parse(big, 63, &h));
 }
 
-static void test_host_name_check(void **state)
+static void
+test_host_name_check(void **state)
 {
 	char name[300];
 
@@ -174,7 +181,8 @@ static void test_host_name_check(void **state)
 	assert_string_equal(host_name_check(name, 254), "host too long");
 }
 
-int main(void)
+int
+main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_host_table),

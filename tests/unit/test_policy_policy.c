@@ -18,23 +18,23 @@
 
 static char tmpdir[] = "/tmp/test_policy.XXXXXX";
 
-static const char base_yaml[] = "version: 1\n"			   /* 1 */
-				"network:\n"			   /* 2 */
-				"  mode: practical\n"		   /* 3 */
-				"  blocklist:\n"		   /* 4 */
-				"    - \"*.segment.io\"\n"	   /* 5 */
-				"    - both.example.com\n"	   /* 6 */
-				"    - \"198.18.5.0/24\"\n"	   /* 7 */
-				"  allowlist:\n"		   /* 8 */
-				"    - both.example.com\n"	   /* 9 */
-				"    - api.anthropic.com\n"	   /* 10 */
-				"    - \"*.corp.example\"\n"	   /* 11 */
-				"    - \"198.18.7.7\"\n"	   /* 12 */
-				"    - \"169.254.169.254/32\"\n"   /* 13 */
-				"    - internal.example.com\n"	   /* 14 */
-				"  allowMethods: [GET, HEAD, OPTIONS]\n" /* 15 */
-				"  allowGraphqlQueries: true\n"	   /* 16 */
-				"  onViolation: block\n";	   /* 17 */
+static const char base_yaml[] = "version: 1\n"                           /* 1 */
+                                "network:\n"                             /* 2 */
+                                "  mode: practical\n"                    /* 3 */
+                                "  blocklist:\n"                         /* 4 */
+                                "    - \"*.segment.io\"\n"               /* 5 */
+                                "    - both.example.com\n"               /* 6 */
+                                "    - \"198.18.5.0/24\"\n"              /* 7 */
+                                "  allowlist:\n"                         /* 8 */
+                                "    - both.example.com\n"               /* 9 */
+                                "    - api.anthropic.com\n"              /* 10 */
+                                "    - \"*.corp.example\"\n"             /* 11 */
+                                "    - \"198.18.7.7\"\n"                 /* 12 */
+                                "    - \"169.254.169.254/32\"\n"         /* 13 */
+                                "    - internal.example.com\n"           /* 14 */
+                                "  allowMethods: [GET, HEAD, OPTIONS]\n" /* 15 */
+                                "  allowGraphqlQueries: true\n"          /* 16 */
+                                "  onViolation: block\n";                /* 17 */
 
 /* Write text to a file in the temp dir and load it as a policy. */
 static struct policy *
@@ -114,7 +114,7 @@ decide(const struct policy *p, const struct req *r, struct decision *d)
 
 static void
 expect(const struct policy *p, const struct req *r, enum policy_action action, const char *rule,
-    const char *source_suffix)
+       const char *source_suffix)
 {
 	struct decision d;
 	size_t ls, lx;
@@ -122,8 +122,8 @@ expect(const struct policy *p, const struct req *r, enum policy_action action, c
 	decide(p, r, &d);
 	if (d.action != action || strcmp(d.rule, rule) != 0)
 		fail_msg("%s %s: got %s %s (%s), want %s %s", r->method ? r->method : "-", r->url,
-		    policy_action_name(d.action), d.rule, d.reason, policy_action_name(action),
-		    rule);
+		         policy_action_name(d.action), d.rule, d.reason, policy_action_name(action),
+		         rule);
 	if (source_suffix != NULL) {
 		ls = strlen(d.source);
 		lx = strlen(source_suffix);
@@ -143,25 +143,25 @@ test_order(void **state)
 	expect(p, &get, ACTION_BLOCK, "*.segment.io", "base.yaml:5");
 	/* The allowlist wins over the blocklist. */
 	expect(p, &(struct req){"DELETE", "https://both.example.com/", NULL, NULL}, ACTION_ALLOW,
-	    "both.example.com", "base.yaml:9");
+	       "both.example.com", "base.yaml:9");
 	/* Allowlisted hosts take every method. */
 	expect(p, &(struct req){"POST", "https://api.anthropic.com/v1/messages", NULL, NULL},
-	    ACTION_ALLOW, "api.anthropic.com", "base.yaml:10");
+	       ACTION_ALLOW, "api.anthropic.com", "base.yaml:10");
 	/* Unlisted host: methods decide. */
 	expect(p, &(struct req){"GET", "https://example.com/", NULL, NULL}, ACTION_ALLOW,
-	    "allow-methods", "base.yaml:15");
+	       "allow-methods", "base.yaml:15");
 	expect(p, &(struct req){"HEAD", "https://example.com/", NULL, NULL}, ACTION_ALLOW,
-	    "allow-methods", NULL);
+	       "allow-methods", NULL);
 	expect(p, &(struct req){"POST", "https://example.com/", NULL, NULL}, ACTION_BLOCK,
-	    "method-not-allowed", "base.yaml:15");
+	       "method-not-allowed", "base.yaml:15");
 	/* Methods are case-sensitive. */
 	expect(p, &(struct req){"get", "https://example.com/", NULL, NULL}, ACTION_BLOCK,
-	    "method-not-allowed", NULL);
+	       "method-not-allowed", NULL);
 	/* A host-only decision (CONNECT) on an unlisted host. */
-	expect(p, &(struct req){NULL, "example.com:443", NULL, NULL}, ACTION_ALLOW,
-	    "unlisted-host", "base.yaml:3");
-	expect(p, &(struct req){NULL, "x.segment.io:443", NULL, NULL}, ACTION_BLOCK,
-	    "*.segment.io", NULL);
+	expect(p, &(struct req){NULL, "example.com:443", NULL, NULL}, ACTION_ALLOW, "unlisted-host",
+	       "base.yaml:3");
+	expect(p, &(struct req){NULL, "x.segment.io:443", NULL, NULL}, ACTION_BLOCK, "*.segment.io",
+	       NULL);
 	policy_unref(p);
 }
 
@@ -174,29 +174,38 @@ test_graphql(void **state)
 	const char *json = "application/json";
 
 	(void)state;
-	expect(p, &(struct req){"POST", "https://api.github.com/graphql", json,
-		      "{\"query\":\"query Q { viewer { login } }\"}"},
-	    ACTION_ALLOW, "graphql-query", "base.yaml:16");
-	expect(p, &(struct req){"POST", "https://api.github.com/graphql", json,
-		      "{\"query\":\"mutation M { addStar(input:{}) { clientMutationId } }\"}"},
+	expect(p,
+	       &(struct req){"POST", "https://api.github.com/graphql", json,
+	                     "{\"query\":\"query Q { viewer { login } }\"}"},
+	       ACTION_ALLOW, "graphql-query", "base.yaml:16");
+	expect(
+	    p,
+	    &(struct req){"POST", "https://api.github.com/graphql", json,
+	                  "{\"query\":\"mutation M { addStar(input:{}) { clientMutationId } }\"}"},
 	    ACTION_BLOCK, "graphql-mutation", NULL);
-	expect(p, &(struct req){"POST", "https://api.github.com/graphql", json,
-		      "{\"query\":\"subscription S { x }\"}"},
-	    ACTION_BLOCK, "graphql-subscription", NULL);
-	expect(p, &(struct req){"POST", "https://api.github.com/graphql", json,
-		      "{\"query\":\"query Q { unterminated\"}"},
-	    ACTION_BLOCK, "graphql-not-query", NULL);
+	expect(p,
+	       &(struct req){"POST", "https://api.github.com/graphql", json,
+	                     "{\"query\":\"subscription S { x }\"}"},
+	       ACTION_BLOCK, "graphql-subscription", NULL);
+	expect(p,
+	       &(struct req){"POST", "https://api.github.com/graphql", json,
+	                     "{\"query\":\"query Q { unterminated\"}"},
+	       ACTION_BLOCK, "graphql-not-query", NULL);
 	/* A GET carrying a mutation is a violation, though GET is allowed. */
-	expect(p, &(struct req){"GET", "https://api.github.com/graphql?query=mutation%7Bx%7D", NULL,
-		      NULL},
-	    ACTION_BLOCK, "graphql-mutation", NULL);
+	expect(p,
+	       &(struct req){"GET", "https://api.github.com/graphql?query=mutation%7Bx%7D", NULL,
+	                     NULL},
+	       ACTION_BLOCK, "graphql-mutation", NULL);
 	/* The allowlist lets an allowlisted host take mutations. */
-	expect(p, &(struct req){"POST", "https://api.anthropic.com/graphql", json,
-		      "{\"query\":\"mutation { x }\"}"},
-	    ACTION_ALLOW, "api.anthropic.com", NULL);
+	expect(p,
+	       &(struct req){"POST", "https://api.anthropic.com/graphql", json,
+	                     "{\"query\":\"mutation { x }\"}"},
+	       ACTION_ALLOW, "api.anthropic.com", NULL);
 	/* The decision names the operation. */
-	decide(p, &(struct req){"POST", "https://api.github.com/graphql", json,
-		      "{\"query\":\"mutation CreateIssue { x }\"}"}, &d);
+	decide(p,
+	       &(struct req){"POST", "https://api.github.com/graphql", json,
+	                     "{\"query\":\"mutation CreateIssue { x }\"}"},
+	       &d);
 	assert_int_equal(d.graphql_present, 1);
 	assert_int_equal(d.gql.op, GQL_MUTATION);
 	assert_string_equal(d.gql.name, "CreateIssue");
@@ -204,9 +213,10 @@ test_graphql(void **state)
 	policy_unref(p);
 
 	noq = load_variant("noq.yaml", "allowGraphqlQueries: true", "allowGraphqlQueries: false");
-	expect(noq, &(struct req){"POST", "https://api.github.com/graphql", json,
-			"{\"query\":\"{ viewer { login } }\"}"},
-	    ACTION_BLOCK, "method-not-allowed", NULL);
+	expect(noq,
+	       &(struct req){"POST", "https://api.github.com/graphql", json,
+	                     "{\"query\":\"{ viewer { login } }\"}"},
+	       ACTION_BLOCK, "method-not-allowed", NULL);
 	policy_unref(noq);
 }
 
@@ -219,37 +229,38 @@ test_modes(void **state)
 	p = load_variant("strict.yaml", "mode: practical", "mode: strict");
 	assert_int_equal(policy_mode(p), MODE_STRICT);
 	expect(p, &(struct req){"GET", "https://example.com/", NULL, NULL}, ACTION_BLOCK,
-	    "strict-default-deny", "strict.yaml:3");
+	       "strict-default-deny", "strict.yaml:3");
 	expect(p, &(struct req){"POST", "https://api.anthropic.com/", NULL, NULL}, ACTION_ALLOW,
-	    "api.anthropic.com", NULL);
+	       "api.anthropic.com", NULL);
 	expect(p, &(struct req){"GET", "https://x.segment.io/", NULL, NULL}, ACTION_BLOCK,
-	    "*.segment.io", NULL);
+	       "*.segment.io", NULL);
 	policy_unref(p);
 
 	/* Off blocks even the allowlist. */
 	p = load_variant("off.yaml", "mode: practical", "mode: off");
 	expect(p, &(struct req){"GET", "https://api.anthropic.com/", NULL, NULL}, ACTION_BLOCK,
-	    "mode-off", "off.yaml:3");
+	       "mode-off", "off.yaml:3");
 	expect(p, &(struct req){NULL, "example.com:443", NULL, NULL}, ACTION_BLOCK, "mode-off",
-	    NULL);
+	       NULL);
 	policy_unref(p);
 
 	/* Flag: violations pass and say so; the blocklist still blocks. */
 	p = load_variant("flag.yaml", "onViolation: block", "onViolation: flag");
 	expect(p, &(struct req){"POST", "https://example.com/", NULL, NULL}, ACTION_FLAG,
-	    "method-not-allowed", NULL);
-	expect(p, &(struct req){"GET", "https://api.github.com/graphql?query=mutation%7Bx%7D", NULL,
-		      NULL},
-	    ACTION_FLAG, "graphql-mutation", NULL);
+	       "method-not-allowed", NULL);
+	expect(p,
+	       &(struct req){"GET", "https://api.github.com/graphql?query=mutation%7Bx%7D", NULL,
+	                     NULL},
+	       ACTION_FLAG, "graphql-mutation", NULL);
 	expect(p, &(struct req){"GET", "https://x.segment.io/", NULL, NULL}, ACTION_BLOCK,
-	    "*.segment.io", NULL);
+	       "*.segment.io", NULL);
 	policy_unref(p);
 }
 
 /* Decide for a name, then for the address it resolved to. */
 static void
 expect_resolved(const struct policy *p, const char *url, const char *addr,
-    enum policy_action action, const char *rule)
+                enum policy_action action, const char *rule)
 {
 	struct policy_request pr;
 	struct decision d;
@@ -266,8 +277,8 @@ expect_resolved(const struct policy *p, const char *url, const char *addr,
 	policy_check_addr(p, &a, &d);
 	if (d.action != action || strcmp(d.rule, rule) != 0)
 		fail_msg("%s -> %s: got %s %s (%s), want %s %s", url, addr,
-		    policy_action_name(d.action), d.rule, d.reason, policy_action_name(action),
-		    rule);
+		         policy_action_name(d.action), d.rule, d.reason, policy_action_name(action),
+		         rule);
 	url_free(&u);
 }
 
@@ -281,38 +292,38 @@ test_address_guard(void **state)
 	expect_resolved(p, "https://example.com/", "10.1.2.3", ACTION_BLOCK, "private-address");
 	expect_resolved(p, "https://example.com/", "127.0.0.1", ACTION_BLOCK, "private-address");
 	expect_resolved(p, "https://example.com/", "::ffff:192.168.1.1", ACTION_BLOCK,
-	    "private-address");
+	                "private-address");
 	expect_resolved(p, "https://example.com/", "fd12::1", ACTION_BLOCK, "private-address");
 	expect_resolved(p, "https://example.com/", "93.184.215.14", ACTION_ALLOW, "allow-methods");
 	/* An exact-name allowlist entry lifts the guard... */
 	expect_resolved(p, "https://internal.example.com/", "10.1.2.3", ACTION_ALLOW,
-	    "internal.example.com");
+	                "internal.example.com");
 	/* ... a wildcard entry does not ... */
 	expect_resolved(p, "https://git.corp.example/", "10.1.2.3", ACTION_BLOCK,
-	    "private-address");
+	                "private-address");
 	/* ... and metadata yields only to an address entry. */
 	expect_resolved(p, "https://internal.example.com/", "fd00:ec2::254", ACTION_BLOCK,
-	    "private-address");
+	                "private-address");
 	expect_resolved(p, "https://example.com/", "169.254.169.254", ACTION_ALLOW,
-	    "allow-methods");
+	                "allow-methods");
 	/* An allowlisted address lifts the guard but not the method rules. */
 	expect_resolved(p, "https://example.com/", "198.18.7.7", ACTION_ALLOW, "allow-methods");
 	expect(p, &(struct req){"POST", "https://example.com/", NULL, NULL}, ACTION_BLOCK,
-	    "method-not-allowed", NULL);
+	       "method-not-allowed", NULL);
 	/* Blocklist address entries apply to resolved addresses... */
 	expect_resolved(p, "https://example.com/", "198.18.5.1", ACTION_BLOCK, "198.18.5.0/24");
 	/* ... unless the name is allowlisted (the allowlist wins). */
 	expect_resolved(p, "https://internal.example.com/", "198.18.5.1", ACTION_ALLOW,
-	    "internal.example.com");
+	                "internal.example.com");
 	/* Address literals in every form are checked as addresses. */
 	expect(p, &(struct req){"GET", "http://2130706433/", NULL, NULL}, ACTION_BLOCK,
-	    "private-address", "builtin");
+	       "private-address", "builtin");
 	expect(p, &(struct req){"GET", "http://[::1]:8080/", NULL, NULL}, ACTION_BLOCK,
-	    "private-address", NULL);
+	       "private-address", NULL);
 	expect(p, &(struct req){"POST", "http://198.18.7.7/", NULL, NULL}, ACTION_ALLOW,
-	    "198.18.7.7", "base.yaml:12");
+	       "198.18.7.7", "base.yaml:12");
 	expect(p, &(struct req){"GET", "http://198.18.5.200/", NULL, NULL}, ACTION_BLOCK,
-	    "198.18.5.0/24", "base.yaml:7");
+	       "198.18.5.0/24", "base.yaml:7");
 	policy_unref(p);
 }
 
@@ -330,14 +341,14 @@ test_default_and_refs(void **state)
 	p = policy_new(cfg, &errs);
 	assert_non_null(p);
 	expect(p, &(struct req){"GET", "https://api.segment.io/", NULL, NULL}, ACTION_BLOCK,
-	    "*.segment.io", "builtin");
+	       "*.segment.io", "builtin");
 	expect(p, &(struct req){"POST", "https://example.com/", NULL, NULL}, ACTION_BLOCK,
-	    "method-not-allowed", "builtin");
+	       "method-not-allowed", "builtin");
 	assert_ptr_equal(policy_ref(p), p);
 	policy_unref(p);
 	/* Still usable after dropping one of two references. */
 	expect(p, &(struct req){"GET", "https://example.com/", NULL, NULL}, ACTION_ALLOW,
-	    "allow-methods", "builtin");
+	       "allow-methods", "builtin");
 	policy_unref(p);
 	assert_string_equal(policy_action_name(ACTION_FLAG), "flag");
 	buf_free(&errs);
@@ -388,12 +399,12 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_order),
-		cmocka_unit_test(test_graphql),
-		cmocka_unit_test(test_modes),
-		cmocka_unit_test(test_address_guard),
-		cmocka_unit_test(test_default_and_refs),
-		cmocka_unit_test(test_bad_list_file),
+	    cmocka_unit_test(test_order),
+	    cmocka_unit_test(test_graphql),
+	    cmocka_unit_test(test_modes),
+	    cmocka_unit_test(test_address_guard),
+	    cmocka_unit_test(test_default_and_refs),
+	    cmocka_unit_test(test_bad_list_file),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -17,7 +17,8 @@
 
 #define URL_TSV TEST_DATA_DIR "/url.tsv"
 
-static int hexval(char c)
+static int
+hexval(char c)
 {
 	if (c >= '0' && c <= '9')
 		return c - '0';
@@ -29,7 +30,8 @@ static int hexval(char c)
 }
 
 /* Decodes \\ \t \n \r \xHH in place; returns the decoded length. */
-static size_t unescape(char *s)
+static size_t
+unescape(char *s)
 {
 	char *r = s, *w = s;
 
@@ -64,7 +66,8 @@ static size_t unescape(char *s)
 }
 
 /* Splits a line on tabs, keeping empty fields; returns the field count. */
-static int split(char *line, char **f, int max)
+static int
+split(char *line, char **f, int max)
 {
 	int n = 0;
 	char *p;
@@ -78,7 +81,8 @@ static int split(char *line, char **f, int max)
 }
 
 /* Checks one case; returns 0 when it holds, -1 after printing why not. */
-static int check_case(unsigned lineno, char **f, int nf)
+static int
+check_case(unsigned lineno, char **f, int nf)
 {
 	const char *error, *scheme, *query;
 	struct url u;
@@ -122,7 +126,8 @@ static int check_case(unsigned lineno, char **f, int nf)
 	return ok ? 0 : -1;
 }
 
-static void test_url_table(void **state)
+static void
+test_url_table(void **state)
 {
 	char line[2048], *f[8];
 	unsigned lineno = 0, cases = 0, failed = 0;
@@ -146,7 +151,8 @@ static void test_url_table(void **state)
 	assert_true(cases >= 50);
 }
 
-static void test_url_port_explicit(void **state)
+static void
+test_url_port_explicit(void **state)
 {
 	struct url u;
 
@@ -165,7 +171,8 @@ static void test_url_port_explicit(void **state)
 }
 
 /* Addresses keep their value, so the policy can check them as addresses. */
-static void test_url_addr_value(void **state)
+static void
+test_url_addr_value(void **state)
 {
 	struct url u;
 
@@ -182,7 +189,8 @@ static void test_url_addr_value(void **state)
 }
 
 /* url_free is safe on a zeroed, a failed and an already freed struct. */
-static void test_url_free(void **state)
+static void
+test_url_free(void **state)
 {
 	struct url u;
 
@@ -199,7 +207,8 @@ static void test_url_free(void **state)
 }
 
 /* Long and hostile input: bounded errors, never a crash. */
-static void test_url_long(void **state)
+static void
+test_url_long(void **state)
 {
 	struct url u;
 	size_t n = 100000;
@@ -221,7 +230,8 @@ static void test_url_long(void **state)
 	free(s);
 }
 
-int main(void)
+int
+main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_url_table),      cmocka_unit_test(test_url_port_explicit),

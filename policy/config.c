@@ -15,7 +15,7 @@
 #include <unistd.h>
 #include <yaml.h>
 
-#include "policy.h"
+#include "config_int.h"
 
 #define CONFIG_TAG_PREFIX "tag:yaml.org,2002:"
 

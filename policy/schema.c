@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "policy.h"
+#include "config_int.h"
 
 enum schema_type {
 	SCHEMA_SECTION, /* a mapping of further keys */

@@ -1,10 +1,9 @@
 /*
- * GraphQL request classification: is an HTTP request GraphQL, and if so is
- * it provably a read-only query? Documents go through a real lexer and
- * parser (GraphQL spec, October 2021) and the spec's operation selection;
- * requests are read the ways servers read them (URL parameters, JSON, JSON
- * batches, application/graphql, form bodies). This is a security check:
- * whatever cannot be proved a query is GQL_UNKNOWN, never GQL_QUERY.
+ * GraphQL documents: a real lexer and parser (GraphQL spec, October 2021)
+ * and the spec's operation selection decide whether a document is provably
+ * a read-only query. graphql_http.c finds the documents in HTTP requests.
+ * This is a security check: whatever cannot be proved a query is
+ * GQL_UNKNOWN, never GQL_QUERY.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -12,7 +11,7 @@
 
 #include <jansson.h>
 
-#include "policy.h"
+#include "graphql_int.h"
 
 /* Both bound work and stack: every recursion passes a depth increment. */
 #define GQL_MAX_DEPTH  128
@@ -51,7 +50,7 @@ struct gql_parser {
 static int graphql_parse_value(struct gql_parser *, int);
 static int graphql_parse_selection_set(struct gql_parser *);
 
-static void
+void
 graphql_result_set(struct gql_result *res, enum gql_op op, const char *reason)
 {
 	res->op = op;
@@ -72,7 +71,7 @@ graphql_rank(enum gql_op op)
 	return (unsigned)op < EG_NELEM(rank) ? rank[op] : 4;
 }
 
-static void
+void
 graphql_merge(struct gql_result *acc, const struct gql_result *r)
 {
 	if (graphql_rank(r->op) > graphql_rank(acc->op))
@@ -85,13 +84,13 @@ graphql_is_name_start(int c)
 	return c == '_' || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z');
 }
 
-static int
+int
 graphql_is_name_char(int c)
 {
 	return graphql_is_name_start(c) || (c >= '0' && c <= '9');
 }
 
-static int
+int
 graphql_hexval(int c)
 {
 	if (c >= '0' && c <= '9')
@@ -739,7 +738,7 @@ graphql_classify_document(const char *doc, size_t len, const char *opname, struc
  * A leading string counts too, as newer drafts allow descriptions on
  * operations. Comments are skipped unchecked here; the full parse checks.
  */
-static int
+int
 graphql_looks_like(const char *s, size_t len)
 {
 	static const char *words[] = {"query", "mutation", "subscription", "fragment"};
@@ -757,390 +756,6 @@ graphql_looks_like(const char *s, size_t len)
 			return 1;
 	}
 	return 0;
-}
-
-/* Percent-decodes (with '+' as space); a malformed escape stays literal. */
-static char *
-graphql_pct_decode(const char *s, size_t len, size_t *outlen)
-{
-	char *out = xmalloc(len + 1);
-	size_t i, n = 0;
-	int hi, lo;
-
-	for (i = 0; i < len; i++) {
-		if (s[i] == '+')
-			out[n++] = ' ';
-		else if (s[i] == '%' && len - i > 2 && (hi = graphql_hexval(s[i + 1])) != -1 &&
-		         (lo = graphql_hexval(s[i + 2])) != -1) {
-			out[n++] = (char)(hi << 4 | lo);
-			i += 2;
-		} else
-			out[n++] = s[i];
-	}
-	out[n] = '\0';
-	*outlen = n;
-	return out;
-}
-
-/*
- * The next key=value pair of a form. Both '&' and ';' separate pairs, as
- * some server frameworks split on either: a parameter hidden behind ';'
- * must still be seen.
- */
-static int
-graphql_form_next(const char **pp, const char *end, char **key, size_t *keylen, char **val,
-                  size_t *vallen)
-{
-	const char *p = *pp, *e, *eq;
-
-	if (p >= end)
-		return 0;
-	for (e = p; e < end && *e != '&' && *e != ';'; e++)
-		;
-	if ((eq = memchr(p, '=', (size_t)(e - p))) == NULL)
-		eq = e;
-	*key = graphql_pct_decode(p, (size_t)(eq - p), keylen);
-	*val = graphql_pct_decode(eq < e ? eq + 1 : e, (size_t)(e - (eq < e ? eq + 1 : e)), vallen);
-	*pp = e < end ? e + 1 : e;
-	return 1;
-}
-
-/*
- * The GraphQL parameters of a URL query or form body. Names are matched in
- * any letter case: some frameworks bind parameters case-insensitively.
- */
-struct gql_params {
-	char *opname;   /* the first operationName, or NULL */
-	int opname_bad; /* several that differ, or one holding a NUL */
-	int persisted;  /* extensions with a persistedQuery */
-};
-
-static int
-graphql_key_is(const char *key, size_t keylen, const char *name)
-{
-	return keylen == strlen(name) && strncasecmp(key, name, keylen) == 0;
-}
-
-static void
-graphql_form_params(const char *s, size_t len, struct gql_params *gp)
-{
-	const char *p, *end = s + len;
-	char *key, *val;
-	size_t keylen, vallen;
-	json_t *ext;
-
-	memset(gp, 0, sizeof *gp);
-	for (p = s; graphql_form_next(&p, end, &key, &keylen, &val, &vallen);) {
-		if (graphql_key_is(key, keylen, "operationName")) {
-			gp->opname_bad |= strlen(val) != vallen;
-			if (gp->opname == NULL) {
-				gp->opname = val;
-				val = NULL;
-			} else if (strcmp(val, gp->opname) != 0)
-				gp->opname_bad = 1;
-		} else if (graphql_key_is(key, keylen, "extensions")) {
-			if ((ext = json_loadb(val, vallen, 0, NULL)) != NULL) {
-				gp->persisted |= json_is_object(ext) &&
-				                 json_object_get(ext, "persistedQuery") != NULL;
-				json_decref(ext);
-			}
-		}
-		free(key);
-		free(val);
-	}
-}
-
-/*
- * Classifies a document under its own operationName and, as servers such
- * as express-graphql let a URL operationName override the body's, under
- * the URL's too: the worse answer stands.
- */
-static void
-graphql_classify_doc_names(const char *doc, size_t len, const char *opname,
-                           const struct gql_params *url, struct gql_result *res)
-{
-	struct gql_result r;
-
-	graphql_classify_document(doc, len, opname, res);
-	if (url == NULL || (url->opname == NULL && !url->opname_bad))
-		return;
-	if (url->opname_bad)
-		graphql_result_set(&r, GQL_UNKNOWN, "conflicting operationName");
-	else
-		graphql_classify_document(doc, len, url->opname, &r);
-	graphql_merge(res, &r);
-}
-
-/* GraphQL over GET, or in a form body (url: the request's URL parameters). */
-static void
-graphql_classify_form(const char *s, size_t len, const struct gql_params *url,
-                      struct gql_result *res)
-{
-	const char *p, *end = s + len;
-	char *key, *val;
-	size_t keylen, vallen;
-	struct gql_params gp;
-	struct gql_result r;
-	int isgql = 0;
-
-	graphql_result_set(res, GQL_NONE, "no GraphQL in parameters");
-	graphql_form_params(s, len, &gp);
-	for (p = s; graphql_form_next(&p, end, &key, &keylen, &val, &vallen);) {
-		if (graphql_key_is(key, keylen, "query") && graphql_looks_like(val, vallen)) {
-			isgql = 1;
-			if (gp.opname_bad)
-				graphql_result_set(&r, GQL_UNKNOWN, "conflicting operationName");
-			else
-				graphql_classify_doc_names(val, vallen, gp.opname, url, &r);
-			graphql_merge(res, &r);
-		}
-		free(key);
-		free(val);
-	}
-	if (!isgql && gp.persisted)
-		graphql_result_set(res, GQL_UNKNOWN, "persisted query without document");
-	free(gp.opname);
-}
-
-/* The member called name in any letter case; *dup set when two spell it. */
-static json_t *
-graphql_json_member(json_t *obj, const char *name, int *dup)
-{
-	json_t *found = NULL;
-	void *it;
-
-	for (it = json_object_iter(obj); it != NULL; it = json_object_iter_next(obj, it)) {
-		if (strcasecmp(json_object_iter_key(it), name) == 0) {
-			*dup |= found != NULL;
-			found = json_object_iter_value(it);
-		}
-	}
-	return found;
-}
-
-static int
-graphql_json_persisted(json_t *obj, int *dup)
-{
-	json_t *ext;
-	int p;
-
-	p = graphql_json_member(obj, "documentId", dup) != NULL ||
-	    graphql_json_member(obj, "doc_id", dup) != NULL;
-	if ((ext = graphql_json_member(obj, "extensions", dup)) == NULL)
-		return p;
-	if (json_is_string(ext))
-		return p || strstr(json_string_value(ext), "persistedQuery") != NULL;
-	return p || (json_is_object(ext) && json_object_get(ext, "persistedQuery") != NULL);
-}
-
-/* One JSON request object; GQL_NONE when it is not GraphQL-shaped. */
-static void
-graphql_classify_json_object(json_t *obj, const struct gql_params *url, struct gql_result *res)
-{
-	json_t *q, *on;
-	int dup = 0, persisted;
-
-	q = graphql_json_member(obj, "query", &dup);
-	on = graphql_json_member(obj, "operationName", &dup);
-	persisted = graphql_json_persisted(obj, &dup);
-	if (dup)
-		graphql_result_set(res, GQL_UNKNOWN, "member names differ only in case");
-	else if (q == NULL && persisted)
-		graphql_result_set(res, GQL_UNKNOWN, "persisted query without document");
-	else if (q == NULL)
-		graphql_result_set(res, GQL_NONE, "JSON without query");
-	else if (!json_is_string(q))
-		graphql_result_set(res, GQL_UNKNOWN, "query is not a string");
-	else if (on != NULL && !json_is_null(on) && !json_is_string(on))
-		graphql_result_set(res, GQL_UNKNOWN, "operationName is not a string");
-	else
-		graphql_classify_doc_names(json_string_value(q), json_string_length(q),
-		                           json_is_string(on) ? json_string_value(on) : NULL, url,
-		                           res);
-}
-
-/* A batch is a query only if every entry is; res tells the first that is not. */
-static void
-graphql_classify_json_batch(json_t *arr, const struct gql_params *url, struct gql_result *res)
-{
-	struct gql_result r, first;
-	size_t i, n = json_array_size(arr);
-	int anygql = 0, bad = 0;
-
-	if (n == 0) {
-		graphql_result_set(res, GQL_UNKNOWN, "empty batch");
-		return;
-	}
-	for (i = 0; i < n; i++) {
-		if (!json_is_object(json_array_get(arr, i))) {
-			graphql_result_set(res, GQL_UNKNOWN, "batch entry is not an object");
-			return;
-		}
-	}
-	for (i = 0; i < n; i++) {
-		graphql_classify_json_object(json_array_get(arr, i), url, &r);
-		anygql |= r.op != GQL_NONE;
-		if (r.op == GQL_NONE)
-			graphql_result_set(&r, GQL_UNKNOWN, "batch entry without query");
-		if (i == 0 || (!bad && r.op != GQL_QUERY)) {
-			first = r;
-			bad = r.op != GQL_QUERY;
-		}
-	}
-	if (!anygql)
-		graphql_result_set(res, GQL_NONE, "JSON array without query");
-	else
-		*res = first;
-}
-
-/*
- * A body that jansson rejects may still be accepted by a server's laxer
- * parser (NaN, invalid UTF-8, \u0000, duplicate keys, trailing data), so one
- * that could spell a query member is not waved through.
- */
-static int
-graphql_json_suspect(const char *body, size_t len)
-{
-	size_t i;
-
-	for (i = 0; i < len; i++) {
-		if (body[i] == '\\' || (len - i >= 5 && strncasecmp(body + i, "query", 5) == 0))
-			return 1;
-	}
-	return 0;
-}
-
-/* declared: the content type says JSON; otherwise the body was sniffed. */
-static void
-graphql_classify_json(const char *body, size_t len, int declared, const struct gql_params *url,
-                      struct gql_result *res)
-{
-	json_error_t jerr;
-	json_t *root;
-
-	if ((root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr)) == NULL) {
-		if (declared && graphql_json_suspect(body, len))
-			graphql_result_set(res, GQL_UNKNOWN, "unparsable JSON mentioning query");
-		else
-			graphql_result_set(res, GQL_NONE, "not JSON");
-		return;
-	}
-	if (json_is_object(root))
-		graphql_classify_json_object(root, url, res);
-	else if (json_is_array(root))
-		graphql_classify_json_batch(root, url, res);
-	else
-		graphql_result_set(res, GQL_NONE, "JSON without query");
-	json_decref(root);
-}
-
-enum gql_media {
-	MEDIA_OTHER,
-	MEDIA_JSON,
-	MEDIA_GRAPHQL,
-	MEDIA_FORM,
-	MEDIA_MULTIPART,
-};
-
-/* The media type without parameters, compared case-insensitively. */
-static enum gql_media
-graphql_media(const char *ct)
-{
-	size_t n;
-
-	if (ct == NULL)
-		return MEDIA_OTHER;
-	ct += strspn(ct, " \t");
-	for (n = strcspn(ct, ";"); n > 0 && (ct[n - 1] == ' ' || ct[n - 1] == '\t'); n--)
-		;
-	if (graphql_key_is(ct, n, "application/json") ||
-	    (n > 5 && strncasecmp(ct + n - 5, "+json", 5) == 0 && memchr(ct, '/', n) != NULL))
-		return MEDIA_JSON;
-	if (graphql_key_is(ct, n, "application/graphql"))
-		return MEDIA_GRAPHQL;
-	if (graphql_key_is(ct, n, "application/x-www-form-urlencoded"))
-		return MEDIA_FORM;
-	if (graphql_key_is(ct, n, "multipart/form-data"))
-		return MEDIA_MULTIPART;
-	return MEDIA_OTHER;
-}
-
-static void
-graphql_classify_body(const char *ct, const char *body, size_t len, int truncated,
-                      const struct gql_params *url, struct gql_result *res)
-{
-	enum gql_media m = graphql_media(ct);
-	size_t i;
-
-	graphql_result_set(res, GQL_NONE, "no GraphQL in body");
-	if (truncated && (m == MEDIA_JSON || m == MEDIA_GRAPHQL || m == MEDIA_FORM)) {
-		graphql_result_set(res, GQL_UNKNOWN, "body too large to classify");
-		return;
-	}
-	switch (m) {
-	case MEDIA_JSON:
-		graphql_classify_json(body, len, 1, url, res);
-		break;
-	case MEDIA_GRAPHQL:
-		/* The document's operationName can only come from the URL. */
-		if (url != NULL && url->opname_bad)
-			graphql_result_set(res, GQL_UNKNOWN, "conflicting operationName");
-		else
-			graphql_classify_document(body, len, url != NULL ? url->opname : NULL, res);
-		break;
-	case MEDIA_FORM:
-		graphql_classify_form(body, len, url, res);
-		break;
-	case MEDIA_MULTIPART:
-		/* The GraphQL multipart request spec carries its JSON in "operations". */
-		for (i = 0; i + 10 <= len; i++) {
-			if (strncasecmp(body + i, "operations", 10) == 0) {
-				graphql_result_set(res, GQL_UNKNOWN, "multipart GraphQL request");
-				break;
-			}
-		}
-		break;
-	default:
-		/* Servers that ignore the content type still read JSON. */
-		for (i = 0; i < len && strchr(" \t\r\n", body[i]) != NULL && body[i] != '\0'; i++)
-			;
-		if (i < len && (body[i] == '{' || body[i] == '['))
-			graphql_classify_json(body, len, 0, url, res);
-		break;
-	}
-}
-
-/*
- * The method does not matter: servers read URL parameters on POST and
- * bodies on GET, so both are always classified and the worst wins.
- */
-enum gql_op
-graphql_classify_request(const char *method, const char *content_type, const char *body,
-                         size_t body_len, int body_truncated, const char *query_string,
-                         struct gql_result *res)
-{
-	struct gql_params url;
-	struct gql_result b;
-
-	memset(&url, 0, sizeof url);
-	graphql_result_set(res, GQL_NONE, "not GraphQL");
-	if (query_string != NULL) {
-		graphql_form_params(query_string, strlen(query_string), &url);
-		graphql_classify_form(query_string, strlen(query_string), NULL, res);
-	}
-	graphql_result_set(&b, GQL_NONE, "not GraphQL");
-	if (body != NULL || body_truncated)
-		graphql_classify_body(content_type, body != NULL ? body : "",
-		                      body != NULL ? body_len : 0, body_truncated, &url, &b);
-	free(url.opname);
-	/*
-	 * A query in the URL must not vouch for a body that is something
-	 * else: "POST /delete?query={a}" is not a read.
-	 */
-	if (res->op != GQL_NONE && b.op == GQL_NONE && body != NULL && body_len > 0)
-		graphql_result_set(&b, GQL_UNKNOWN, "GraphQL in URL with a non-GraphQL body");
-	graphql_merge(res, &b);
-	return res->op;
 }
 
 const char *

@@ -20,82 +20,9 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 
-#include "egressd.h"
-
-#define CONN_HIGH_MARK  (256 * 1024) /* stop reading a side past this much queued */
-#define CONN_LOW_MARK   (64 * 1024)  /* resume below this */
-#define CONN_DRAIN_SECS 5
-
-enum conn_state {
-	CONN_READ_HEAD,  /* waiting for (the rest of) a request head */
-	CONN_READ_BODY,  /* buffering a body the decision needs (GraphQL) */
-	CONN_CONNECTING, /* resolving and connecting upstream */
-	CONN_EXCHANGE,   /* request going up, response coming down */
-	CONN_TUNNEL,     /* CONNECT: bytes both ways */
-	CONN_FLUSH,      /* writing a last response, then close */
-};
-
-/* How one body is moving from one side to the other. */
-struct conn_body {
-	enum http_body in;  /* framing read from the source */
-	enum http_body out; /* framing written to the sink */
-	uint64_t left;      /* HTTP_BODY_LENGTH: bytes still to read */
-	struct chunked dec;
-	int done;
-	int64_t bytes; /* body bytes moved */
-};
-
-struct conn_side {
-	struct bufferevent *bev;
-	struct conn *conn;
-	struct conn_side *peer;
-	int eof;
-	int throttled; /* reading stopped for backpressure */
-};
-
-struct conn {
-	TAILQ_ENTRY(conn) entry;
-	struct egressd *e;
-	uint64_t id;
-	struct policy *policy; /* the snapshot this connection started with */
-	enum conn_state state;
-	int flags;
-#define CONN_F_CLOSED        0x1
-#define CONN_F_AUDITED       0x2  /* the current exchange has its audit event */
-#define CONN_F_RESP_STARTED  0x4  /* response bytes went to the client */
-#define CONN_F_CLIENT_CLOSE  0x8  /* close after this exchange */
-#define CONN_F_CONTINUE_SENT 0x10 /* we answered 100 Continue ourselves */
-	struct conn_side client;
-	struct conn_side up;
-	struct upstream *upstream;
-	struct upstream_job *job;
-	struct event *timer;
-	char client_addr[64];
-
-	/* The exchange in progress. */
-	struct http_msg req;
-	struct http_msg resp;
-	int head_started; /* first byte of a head seen: its timer runs */
-	int req_parsed;
-	int resp_parsed;
-	int retried; /* resent once after a stale pooled upstream */
-	struct host host;
-	uint16_t port;
-	char *path; /* no query string: it may carry secrets */
-	char *query;
-	struct decision decision;
-	struct conn_body req_body;
-	struct conn_body resp_body;
-	struct evbuffer *held; /* a request body held for the decision */
-	int held_truncated;
-	uint64_t t_start;
-	int status;
-	const char *error;
-};
+#include "proxy.h"
 
 static void conn_read_head(struct conn *);
-static void conn_pump(struct conn *);
-static void conn_exchange_done(struct conn *);
 static void conn_upstream_cb(void *, struct upstream_result *);
 static void conn_set_state(struct conn *, enum conn_state);
 
@@ -273,7 +200,7 @@ conn_close(struct conn *c, const char *why)
 }
 
 /* Close once everything queued for the client has been written. */
-static void
+void
 conn_flush_close(struct conn *c)
 {
 	bufferevent_disable(c->client.bev, EV_READ);
@@ -308,7 +235,7 @@ conn_respond(struct conn *c, int status, const char *reason, const char *body, i
 		c->flags |= CONN_F_CLIENT_CLOSE;
 }
 
-static void
+void
 conn_error(struct conn *c, int status, const char *reason, const char *detail)
 {
 	char body[512];
@@ -410,83 +337,6 @@ conn_decide(struct conn *c)
 	    upstream_get(c->e, c->policy, &c->host, c->port, &c->decision, 0, conn_upstream_cb, c);
 }
 
-/* Move held or streamed request body bytes; returns -1 after closing. */
-static int
-conn_body_move(struct conn *c, struct conn_body *b, struct evbuffer *in, struct evbuffer *out,
-               int at_eof)
-{
-	enum chunked_result r;
-	const char *data;
-	struct buf chunk;
-	size_t len, used, n;
-	struct evbuffer_iovec v;
-
-	while (!b->done) {
-		switch (b->in) {
-		case HTTP_BODY_NONE:
-			b->done = 1;
-			break;
-		case HTTP_BODY_LENGTH:
-			n = evbuffer_get_length(in);
-			if ((uint64_t)n > b->left)
-				n = (size_t)b->left;
-			if (n == 0 && b->left > 0)
-				return 0;
-			evbuffer_remove_buffer(in, out, n);
-			b->left -= n;
-			b->bytes += (int64_t)n;
-			if (b->left == 0)
-				b->done = 1;
-			break;
-		case HTTP_BODY_CLOSE:
-			n = evbuffer_get_length(in);
-			if (n > 0) {
-				if (b->out == HTTP_BODY_CHUNKED) {
-					char head[CHUNKED_HEAD_MAX];
-
-					evbuffer_add(out, head, chunked_head(head, n));
-					evbuffer_remove_buffer(in, out, n);
-					evbuffer_add(out, "\r\n", 2);
-				} else
-					evbuffer_remove_buffer(in, out, n);
-				b->bytes += (int64_t)n;
-			}
-			if (!at_eof)
-				return 0;
-			if (b->out == HTTP_BODY_CHUNKED)
-				evbuffer_add(out, "0\r\n\r\n", 5);
-			b->done = 1;
-			break;
-		case HTTP_BODY_CHUNKED:
-			if (evbuffer_peek(in, -1, NULL, &v, 1) < 1 || v.iov_len == 0)
-				return 0;
-			r = chunked_feed(&b->dec, v.iov_base, v.iov_len, &used, &data, &len);
-			if (r == CHUNKED_ERROR) {
-				c->error = b->dec.error;
-				return -1;
-			}
-			if (len > 0) {
-				if (b->out == HTTP_BODY_CHUNKED) {
-					buf_init(&chunk);
-					chunked_write(&chunk, data, len);
-					evbuffer_add(out, chunk.data, chunk.len);
-					buf_free(&chunk);
-				} else
-					evbuffer_add(out, data, len);
-				b->bytes += (int64_t)len;
-			}
-			evbuffer_drain(in, used);
-			if (r == CHUNKED_DONE) {
-				if (b->out == HTTP_BODY_CHUNKED)
-					evbuffer_add(out, "0\r\n\r\n", 5);
-				b->done = 1;
-			}
-			break;
-		}
-	}
-	return 0;
-}
-
 /* Read the body the decision needs into c->held, up to maxGraphqlBody. */
 static void
 conn_hold_body(struct conn *c)
@@ -495,7 +345,7 @@ conn_hold_body(struct conn *c)
 	size_t max = policy_config(c->policy)->max_graphql_body;
 	struct conn_body *b = &c->req_body;
 
-	if (conn_body_move(c, b, in, c->held, 0) == -1) {
+	if (relay_body_move(c, b, in, c->held, 0) == -1) {
 		conn_error(c, 400, "Bad Request", "malformed chunked request body");
 		return;
 	}
@@ -608,77 +458,6 @@ conn_read_head(struct conn *c)
 	conn_request(c);
 }
 
-/* Backpressure: stop reading src while dst has too much queued. */
-static void
-conn_throttle(struct conn_side *src, struct conn_side *dst)
-{
-	if (src->bev == NULL || dst->bev == NULL)
-		return;
-	if (evbuffer_get_length(bufferevent_get_output(dst->bev)) > CONN_HIGH_MARK) {
-		if (!src->throttled) {
-			bufferevent_disable(src->bev, EV_READ);
-			src->throttled = 1;
-		}
-	} else if (src->throttled) {
-		src->throttled = 0;
-		bufferevent_enable(src->bev, EV_READ);
-	}
-}
-
-/* Move what can be moved in the current state, both directions. */
-static void
-conn_pump(struct conn *c)
-{
-	struct evbuffer *cin, *uin, *cout, *uout;
-	struct bufferevent *cb = c->client.bev, *ub = c->up.bev;
-
-	if (c->state == CONN_TUNNEL) {
-		cin = bufferevent_get_input(cb);
-		uin = bufferevent_get_input(ub);
-		c->req_body.bytes += (int64_t)evbuffer_get_length(cin);
-		c->resp_body.bytes += (int64_t)evbuffer_get_length(uin);
-		evbuffer_add_buffer(bufferevent_get_output(ub), cin);
-		evbuffer_add_buffer(bufferevent_get_output(cb), uin);
-		conn_throttle(&c->client, &c->up);
-		conn_throttle(&c->up, &c->client);
-		return;
-	}
-	if (c->state != CONN_EXCHANGE)
-		return;
-	cin = bufferevent_get_input(cb);
-	uout = bufferevent_get_output(ub);
-	if (!c->req_body.done && conn_body_move(c, &c->req_body, cin, uout, c->client.eof) == -1) {
-		conn_error(c, 400, "Bad Request", "malformed chunked request body");
-		return;
-	}
-	if (!c->req_body.done && c->client.eof) {
-		conn_close(c, "client closed during the request body");
-		return;
-	}
-	if (c->req_body.done) {
-		/* Pipelined bytes wait for this exchange, but only so many. */
-		if (evbuffer_get_length(cin) > c->e->http.head)
-			bufferevent_disable(cb, EV_READ);
-	} else
-		conn_throttle(&c->client, &c->up);
-	if (!c->resp_parsed)
-		return;
-	uin = bufferevent_get_input(ub);
-	cout = bufferevent_get_output(cb);
-	if (!c->resp_body.done && conn_body_move(c, &c->resp_body, uin, cout, c->up.eof) == -1) {
-		conn_close(c, "malformed chunked response body");
-		return;
-	}
-	if (!c->resp_body.done && c->up.eof) {
-		c->error = "upstream closed during the response body";
-		conn_flush_close(c);
-		return;
-	}
-	conn_throttle(&c->up, &c->client);
-	if (c->resp_body.done && c->req_body.done)
-		conn_exchange_done(c);
-}
-
 /* Parse the response head; 100 Continue and other 1xx are handled here. */
 static void
 conn_read_response(struct conn *c)
@@ -737,11 +516,11 @@ conn_read_response(struct conn *c)
 	c->resp_body.out = out;
 	c->resp_body.left = c->resp.body == HTTP_BODY_LENGTH ? c->resp.length : 0;
 	chunked_init(&c->resp_body.dec, &c->e->http);
-	conn_pump(c);
+	relay_pump(c);
 }
 
 /* A finished exchange: audit it, pool the upstream, wait for the next request. */
-static void
+void
 conn_exchange_done(struct conn *c)
 {
 	int reusable;
@@ -784,7 +563,7 @@ conn_client_read_cb(struct bufferevent *bev, void *arg)
 		break;
 	case CONN_EXCHANGE:
 	case CONN_TUNNEL:
-		conn_pump(c);
+		relay_pump(c);
 		break;
 	case CONN_CONNECTING:
 		bufferevent_disable(bev, EV_READ);
@@ -807,7 +586,7 @@ conn_client_write_cb(struct bufferevent *bev, void *arg)
 		return;
 	}
 	if (c->up.throttled)
-		conn_pump(c);
+		relay_pump(c);
 }
 
 static void
@@ -817,7 +596,7 @@ conn_up_read_cb(struct bufferevent *bev, void *arg)
 	struct conn *c = s->conn;
 
 	if (c->state == CONN_TUNNEL) {
-		conn_pump(c);
+		relay_pump(c);
 		return;
 	}
 	if (c->state != CONN_EXCHANGE)
@@ -825,7 +604,7 @@ conn_up_read_cb(struct bufferevent *bev, void *arg)
 	if (!c->resp_parsed)
 		conn_read_response(c);
 	else
-		conn_pump(c);
+		relay_pump(c);
 }
 
 static void
@@ -835,21 +614,7 @@ conn_up_write_cb(struct bufferevent *bev, void *arg)
 	struct conn *c = s->conn;
 
 	if (c->client.throttled)
-		conn_pump(c);
-}
-
-/* Half-close the peer's write side once everything for it is written. */
-static void
-conn_tunnel_eof(struct conn *c, struct conn_side *s)
-{
-	s->eof = 1;
-	conn_pump(c);
-	if (c->client.eof && c->up.eof) {
-		conn_close(c, "tunnel closed");
-		return;
-	}
-	if (evbuffer_get_length(bufferevent_get_output(s->peer->bev)) == 0)
-		shutdown(bufferevent_getfd(s->peer->bev), SHUT_WR);
+		relay_pump(c);
 }
 
 /*
@@ -906,7 +671,7 @@ conn_event_cb(struct bufferevent *bev, short what, void *arg)
 	if (!(what & BEV_EVENT_EOF))
 		return;
 	if (c->state == CONN_TUNNEL) {
-		conn_tunnel_eof(c, s);
+		relay_tunnel_eof(c, s);
 		return;
 	}
 	s->eof = 1;
@@ -921,7 +686,7 @@ conn_event_cb(struct bufferevent *bev, short what, void *arg)
 			conn_close(c, "client closed during the request body");
 			return;
 		}
-		conn_pump(c);
+		relay_pump(c);
 		return;
 	}
 	if (c->state != CONN_EXCHANGE)
@@ -935,7 +700,7 @@ conn_event_cb(struct bufferevent *bev, short what, void *arg)
 		conn_error(c, 502, "Bad Gateway", "upstream closed without a response");
 		return;
 	}
-	conn_pump(c);
+	relay_pump(c);
 }
 
 static void
@@ -946,7 +711,7 @@ conn_attach_upstream(struct conn *c, struct upstream *u)
 	c->up.eof = 0;
 	c->up.throttled = 0;
 	bufferevent_setcb(u->bev, conn_up_read_cb, conn_up_write_cb, conn_event_cb, &c->up);
-	bufferevent_setwatermark(u->bev, EV_WRITE, CONN_LOW_MARK, 0);
+	bufferevent_setwatermark(u->bev, EV_WRITE, RELAY_LOW_MARK, 0);
 	bufferevent_enable(u->bev, EV_READ | EV_WRITE);
 }
 
@@ -990,7 +755,7 @@ conn_send_request(struct conn *c)
 	}
 	conn_set_state(c, CONN_EXCHANGE);
 	bufferevent_enable(c->client.bev, EV_READ);
-	conn_pump(c);
+	relay_pump(c);
 }
 
 static void
@@ -1025,7 +790,7 @@ conn_upstream_cb(void *arg, struct upstream_result *r)
 		c->flags |= CONN_F_RESP_STARTED;
 		conn_set_state(c, CONN_TUNNEL);
 		bufferevent_enable(c->client.bev, EV_READ);
-		conn_pump(c);
+		relay_pump(c);
 		return;
 	}
 	conn_send_request(c);
@@ -1074,7 +839,7 @@ conn_accept(struct egressd *e, int fd, const struct sockaddr *sa, socklen_t sale
 	e->nconns++;
 	bufferevent_setcb(c->client.bev, conn_client_read_cb, conn_client_write_cb, conn_event_cb,
 	                  &c->client);
-	bufferevent_setwatermark(c->client.bev, EV_WRITE, CONN_LOW_MARK, 0);
+	bufferevent_setwatermark(c->client.bev, EV_WRITE, RELAY_LOW_MARK, 0);
 	bufferevent_enable(c->client.bev, EV_READ | EV_WRITE);
 	conn_set_state(c, CONN_READ_HEAD);
 }

@@ -15,7 +15,7 @@
 
 #include <event2/listener.h>
 
-#include "egressd.h"
+#include "proxy.h"
 
 #define LISTENER_BACKLOG  1024
 #define LISTENER_RETRY_MS 500

@@ -17,7 +17,7 @@
 #include <event2/dns.h>
 #include <event2/event.h>
 
-#include "egressd.h"
+#include "proxy.h"
 
 #define EGRESSD_DEFAULT_PROXY "127.0.0.1:18080"
 #define EXIT_CONFIG           2

@@ -1,6 +1,7 @@
 /*
- * The proxy module: egressd's HTTP/1.1 parser, connections, relays and
- * upstreams. It asks policy/ for decisions and writes audit events.
+ * The proxy module: egressd's HTTP/1.1 parser, its runtime context,
+ * listeners, connections, relays and upstreams. It asks policy/ for
+ * decisions and writes audit events.
  */
 #ifndef PROXY_H
 #define PROXY_H
@@ -8,7 +9,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <sys/queue.h>
+#include <sys/socket.h>
+
+#include <event2/buffer.h>
+#include <event2/event.h>
+
 #include "common.h"
+#include "policy.h"
 
 /* http.c */
 #define HTTP_LENGTH_MAX (UINT64_C(1) << 62) /* larger lengths are refused */
@@ -137,5 +145,179 @@ enum chunked_result chunked_feed(struct chunked *, const char *, size_t, size_t 
 size_t chunked_head(char[CHUNKED_HEAD_MAX], uint64_t);
 void chunked_write(struct buf *, const void *, size_t);
 void chunked_write_last(struct buf *);
+
+/* egressd's runtime: the context every part hangs off. */
+struct conn;
+struct upstream;
+struct evconnlistener;
+struct evdns_base;
+
+struct egressd_limits {
+	unsigned max_conns;           /* client connections at once */
+	unsigned header_timeout;      /* seconds to send a whole request head */
+	unsigned idle_timeout;        /* seconds a keep-alive client may idle */
+	unsigned connect_timeout;     /* seconds to resolve and connect upstream */
+	unsigned response_timeout;    /* seconds without upstream bytes */
+	unsigned tunnel_idle_timeout; /* seconds without bytes in a tunnel */
+	unsigned grace;               /* seconds to finish exchanges on SIGTERM */
+	unsigned pool_idle_timeout;   /* seconds an idle upstream is kept */
+	unsigned pool_max_idle;       /* idle upstreams kept per host:port */
+};
+
+struct egressd {
+	struct event_base *base;
+	struct evdns_base *dns;
+	struct policy *policy; /* current snapshot; conns hold their own ref */
+	struct audit *audit;
+	char **files; /* --config, in order */
+	size_t nfiles;
+	struct listener *proxy_lst;
+	struct event *ev_hup;
+	struct event *ev_term;
+	struct event *ev_int;
+	struct event *ev_grace;
+	TAILQ_HEAD(, conn) conns;
+	unsigned nconns;
+	uint64_t conn_seq;
+	struct egressd_limits lim;
+	struct http_limits http;
+	struct upstream_pool *pool;
+	int draining;
+};
+
+/* main.c */
+void egressd_conn_gone(struct egressd *);
+
+/* listener.c */
+struct listener;
+struct listener *listener_new(struct egressd *, int);
+void listener_free(struct listener *);
+void listener_pause(struct listener *);
+void listener_resume(struct listener *);
+int listener_bind(const char *, int, char *, size_t);
+int listener_inherited(const char *);
+int listener_is_loopback(int);
+
+/* conn.c */
+#define CONN_DRAIN_SECS 5
+
+enum conn_state {
+	CONN_READ_HEAD,  /* waiting for (the rest of) a request head */
+	CONN_READ_BODY,  /* buffering a body the decision needs (GraphQL) */
+	CONN_CONNECTING, /* resolving and connecting upstream */
+	CONN_EXCHANGE,   /* request going up, response coming down */
+	CONN_TUNNEL,     /* CONNECT: bytes both ways */
+	CONN_FLUSH,      /* writing a last response, then close */
+};
+
+/* How one body is moving from one side to the other. */
+struct conn_body {
+	enum http_body in;  /* framing read from the source */
+	enum http_body out; /* framing written to the sink */
+	uint64_t left;      /* HTTP_BODY_LENGTH: bytes still to read */
+	struct chunked dec;
+	int done;
+	int64_t bytes; /* body bytes moved */
+};
+
+struct conn_side {
+	struct bufferevent *bev;
+	struct conn *conn;
+	struct conn_side *peer;
+	int eof;
+	int throttled; /* reading stopped for backpressure */
+};
+
+struct conn {
+	TAILQ_ENTRY(conn) entry;
+	struct egressd *e;
+	uint64_t id;
+	struct policy *policy; /* the snapshot this connection started with */
+	enum conn_state state;
+	int flags;
+#define CONN_F_CLOSED        0x1
+#define CONN_F_AUDITED       0x2  /* the current exchange has its audit event */
+#define CONN_F_RESP_STARTED  0x4  /* response bytes went to the client */
+#define CONN_F_CLIENT_CLOSE  0x8  /* close after this exchange */
+#define CONN_F_CONTINUE_SENT 0x10 /* we answered 100 Continue ourselves */
+	struct conn_side client;
+	struct conn_side up;
+	struct upstream *upstream;
+	struct upstream_job *job;
+	struct event *timer;
+	char client_addr[64];
+
+	/* The exchange in progress. */
+	struct http_msg req;
+	struct http_msg resp;
+	int head_started; /* first byte of a head seen: its timer runs */
+	int req_parsed;
+	int resp_parsed;
+	int retried; /* resent once after a stale pooled upstream */
+	struct host host;
+	uint16_t port;
+	char *path; /* no query string: it may carry secrets */
+	char *query;
+	struct decision decision;
+	struct conn_body req_body;
+	struct conn_body resp_body;
+	struct evbuffer *held; /* a request body held for the decision */
+	int held_truncated;
+	uint64_t t_start;
+	int status;
+	const char *error;
+};
+
+void conn_accept(struct egressd *, int, const struct sockaddr *, socklen_t);
+void conn_close(struct conn *, const char *);
+void conn_drain_idle(struct egressd *);
+void conn_close_all(struct egressd *, const char *);
+void conn_error(struct conn *, int, const char *, const char *);
+void conn_flush_close(struct conn *);
+void conn_exchange_done(struct conn *);
+
+/* relay.c */
+#define RELAY_HIGH_MARK (256 * 1024) /* stop reading a side past this much queued */
+#define RELAY_LOW_MARK  (64 * 1024)  /* resume below this */
+int relay_body_move(struct conn *, struct conn_body *, struct evbuffer *, struct evbuffer *, int);
+void relay_pump(struct conn *);
+void relay_tunnel_eof(struct conn *, struct conn_side *);
+
+/* upstream.c */
+struct upstream {
+	TAILQ_ENTRY(upstream) entry; /* in the pool while idle */
+	struct bufferevent *bev;
+	struct addr addr; /* the address connected to */
+	uint16_t port;
+	char key[HOST_NAME_MAXLEN + 8]; /* host:port */
+	struct event *idle_timer;
+	struct upstream_pool *pool;
+	int reused; /* came from the pool */
+};
+enum upstream_err {
+	UPSTREAM_OK,
+	UPSTREAM_E_RESOLVE,
+	UPSTREAM_E_CONNECT,
+	UPSTREAM_E_TIMEOUT,
+	UPSTREAM_E_BLOCKED, /* the guard refused every address */
+};
+struct upstream_result {
+	struct upstream *u; /* NULL on error */
+	int err;
+	int sys_errno;
+	struct decision decision; /* with the guard applied to the address */
+};
+typedef void (*upstream_cb)(void *, struct upstream_result *);
+struct upstream_job;
+struct upstream_pool *upstream_pool_new(struct egressd *);
+void upstream_pool_free(struct upstream_pool *);
+void upstream_pool_flush(struct upstream_pool *);
+#define UPSTREAM_F_FRESH 0x1 /* a new connection, not one from the pool */
+struct upstream_job *upstream_get(struct egressd *, struct policy *, const struct host *, uint16_t,
+                                  const struct decision *, int, upstream_cb, void *);
+void upstream_cancel(struct upstream_job *);
+void upstream_release(struct egressd *, struct upstream *, int);
+void upstream_free(struct upstream *);
+const char *upstream_strerror(int);
 
 #endif

@@ -18,7 +18,7 @@
 #include <event2/dns.h>
 #include <event2/util.h>
 
-#include "egressd.h"
+#include "proxy.h"
 
 #define UPSTREAM_MAX_ADDRS 16
 

@@ -1,0 +1,175 @@
+/*
+ * Moving bytes between the two sides of a connection: request and response
+ * bodies in any framing (re-chunked, never passed through raw) and CONNECT
+ * tunnels, always with backpressure: a side stops being read while its
+ * peer has more than RELAY_HIGH_MARK queued, and resumes from the peer's
+ * write callback at RELAY_LOW_MARK.
+ */
+#include <sys/socket.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+
+#include "proxy.h"
+
+/* Move held or streamed request body bytes; returns -1 after closing. */
+int
+relay_body_move(struct conn *c, struct conn_body *b, struct evbuffer *in, struct evbuffer *out,
+                int at_eof)
+{
+	enum chunked_result r;
+	const char *data;
+	struct buf chunk;
+	size_t len, used, n;
+	struct evbuffer_iovec v;
+
+	while (!b->done) {
+		switch (b->in) {
+		case HTTP_BODY_NONE:
+			b->done = 1;
+			break;
+		case HTTP_BODY_LENGTH:
+			n = evbuffer_get_length(in);
+			if ((uint64_t)n > b->left)
+				n = (size_t)b->left;
+			if (n == 0 && b->left > 0)
+				return 0;
+			evbuffer_remove_buffer(in, out, n);
+			b->left -= n;
+			b->bytes += (int64_t)n;
+			if (b->left == 0)
+				b->done = 1;
+			break;
+		case HTTP_BODY_CLOSE:
+			n = evbuffer_get_length(in);
+			if (n > 0) {
+				if (b->out == HTTP_BODY_CHUNKED) {
+					char head[CHUNKED_HEAD_MAX];
+
+					evbuffer_add(out, head, chunked_head(head, n));
+					evbuffer_remove_buffer(in, out, n);
+					evbuffer_add(out, "\r\n", 2);
+				} else
+					evbuffer_remove_buffer(in, out, n);
+				b->bytes += (int64_t)n;
+			}
+			if (!at_eof)
+				return 0;
+			if (b->out == HTTP_BODY_CHUNKED)
+				evbuffer_add(out, "0\r\n\r\n", 5);
+			b->done = 1;
+			break;
+		case HTTP_BODY_CHUNKED:
+			if (evbuffer_peek(in, -1, NULL, &v, 1) < 1 || v.iov_len == 0)
+				return 0;
+			r = chunked_feed(&b->dec, v.iov_base, v.iov_len, &used, &data, &len);
+			if (r == CHUNKED_ERROR) {
+				c->error = b->dec.error;
+				return -1;
+			}
+			if (len > 0) {
+				if (b->out == HTTP_BODY_CHUNKED) {
+					buf_init(&chunk);
+					chunked_write(&chunk, data, len);
+					evbuffer_add(out, chunk.data, chunk.len);
+					buf_free(&chunk);
+				} else
+					evbuffer_add(out, data, len);
+				b->bytes += (int64_t)len;
+			}
+			evbuffer_drain(in, used);
+			if (r == CHUNKED_DONE) {
+				if (b->out == HTTP_BODY_CHUNKED)
+					evbuffer_add(out, "0\r\n\r\n", 5);
+				b->done = 1;
+			}
+			break;
+		}
+	}
+	return 0;
+}
+
+/* Backpressure: stop reading src while dst has too much queued. */
+static void
+relay_throttle(struct conn_side *src, struct conn_side *dst)
+{
+	if (src->bev == NULL || dst->bev == NULL)
+		return;
+	if (evbuffer_get_length(bufferevent_get_output(dst->bev)) > RELAY_HIGH_MARK) {
+		if (!src->throttled) {
+			bufferevent_disable(src->bev, EV_READ);
+			src->throttled = 1;
+		}
+	} else if (src->throttled) {
+		src->throttled = 0;
+		bufferevent_enable(src->bev, EV_READ);
+	}
+}
+
+/* Move what can be moved in the current state, both directions. */
+void
+relay_pump(struct conn *c)
+{
+	struct evbuffer *cin, *uin, *cout, *uout;
+	struct bufferevent *cb = c->client.bev, *ub = c->up.bev;
+
+	if (c->state == CONN_TUNNEL) {
+		cin = bufferevent_get_input(cb);
+		uin = bufferevent_get_input(ub);
+		c->req_body.bytes += (int64_t)evbuffer_get_length(cin);
+		c->resp_body.bytes += (int64_t)evbuffer_get_length(uin);
+		evbuffer_add_buffer(bufferevent_get_output(ub), cin);
+		evbuffer_add_buffer(bufferevent_get_output(cb), uin);
+		relay_throttle(&c->client, &c->up);
+		relay_throttle(&c->up, &c->client);
+		return;
+	}
+	if (c->state != CONN_EXCHANGE)
+		return;
+	cin = bufferevent_get_input(cb);
+	uout = bufferevent_get_output(ub);
+	if (!c->req_body.done && relay_body_move(c, &c->req_body, cin, uout, c->client.eof) == -1) {
+		conn_error(c, 400, "Bad Request", "malformed chunked request body");
+		return;
+	}
+	if (!c->req_body.done && c->client.eof) {
+		conn_close(c, "client closed during the request body");
+		return;
+	}
+	if (c->req_body.done) {
+		/* Pipelined bytes wait for this exchange, but only so many. */
+		if (evbuffer_get_length(cin) > c->e->http.head)
+			bufferevent_disable(cb, EV_READ);
+	} else
+		relay_throttle(&c->client, &c->up);
+	if (!c->resp_parsed)
+		return;
+	uin = bufferevent_get_input(ub);
+	cout = bufferevent_get_output(cb);
+	if (!c->resp_body.done && relay_body_move(c, &c->resp_body, uin, cout, c->up.eof) == -1) {
+		conn_close(c, "malformed chunked response body");
+		return;
+	}
+	if (!c->resp_body.done && c->up.eof) {
+		c->error = "upstream closed during the response body";
+		conn_flush_close(c);
+		return;
+	}
+	relay_throttle(&c->up, &c->client);
+	if (c->resp_body.done && c->req_body.done)
+		conn_exchange_done(c);
+}
+
+/* Half-close the peer's write side once everything for it is written. */
+void
+relay_tunnel_eof(struct conn *c, struct conn_side *s)
+{
+	s->eof = 1;
+	relay_pump(c);
+	if (c->client.eof && c->up.eof) {
+		conn_close(c, "tunnel closed");
+		return;
+	}
+	if (evbuffer_get_length(bufferevent_get_output(s->peer->bev)) == 0)
+		shutdown(bufferevent_getfd(s->peer->bev), SHUT_WR);
+}

@@ -1,5 +1,5 @@
 # Wraps the CMake build for the README's commands:
-#   make run    build, then run the main job
+#   make run    build, then run egressd with the embedded default policy
 #   make test   install dependencies, build, run every test
 # Both install the Debian packages they need first (scripts/install-deps,
 # idempotent). Other targets: sanitize, fuzz, bench, format, format-check.
@@ -23,14 +23,11 @@ build: deps
 	cmake -S . -B $(BUILD) $(CMAKE_FLAGS) >/dev/null
 	cmake --build $(BUILD) -j $(JOBS)
 
-# The main job: validate and print the embedded default policy, then show
-# what it decides for a few requests.
+# The main job: egressd with the embedded default policy on 127.0.0.1:18080,
+# printing the lines to paste into a shell. Ctrl-C stops it.
 run: build
-	$(BUILD)/policyctl check
-	@echo
-	$(BUILD)/policyctl explain api.segment.io
-	@echo
-	$(BUILD)/policyctl explain --method POST https://api.github.com/repos/o/r/issues
+	$(BUILD)/policyctl check >/dev/null
+	$(BUILD)/egressd
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)

@@ -25,7 +25,7 @@ while IFS= read -r line; do
 	n=$((n + 1))
 	case "$line" in
 	ok\ *) ok ;;
-	*) bad "$line" ;;
+	*) bad "${line#FAIL }" ;;
 	esac
 done < <(cd "$SRC_DIR/tests/integration" && timeout 150 python3 smuggle.py "$EG_PORT" \
     "$ORIGIN_PORT" "$ORIGIN_LOG" 2>&1)

@@ -423,7 +423,7 @@ conn_read_head(struct conn *c)
 {
 	struct evbuffer *in = bufferevent_get_input(c->client.bev);
 	size_t len = evbuffer_get_length(in);
-	size_t want = len < c->e->http.head ? len : c->e->http.head + 1;
+	size_t want = len <= c->e->http.head ? len : c->e->http.head + 1;
 	enum http_parse r;
 	const char *data;
 
@@ -434,7 +434,10 @@ conn_read_head(struct conn *c)
 		c->head_started = 1;
 		conn_set_state(c, CONN_READ_HEAD);
 	}
-	data = (const char *)evbuffer_pullup(in, (ev_ssize_t)want);
+	if ((data = (const char *)evbuffer_pullup(in, (ev_ssize_t)want)) == NULL) {
+		conn_close(c, "cannot read the request head");
+		return;
+	}
 	r = http_parse_request(data, want, &c->e->http, &c->req);
 	if (r == HTTP_PARSE_INCOMPLETE)
 		return;
@@ -466,13 +469,17 @@ conn_read_response(struct conn *c)
 	size_t len, want;
 	enum http_body out;
 	enum http_parse r;
+	const char *data;
 	struct buf head;
 	int flags = 0;
 
 	while (!c->resp_parsed && (len = evbuffer_get_length(in)) > 0) {
-		want = len < c->e->http.head ? len : c->e->http.head + 1;
-		r = http_parse_response((const char *)evbuffer_pullup(in, (ev_ssize_t)want), want,
-		                        &c->e->http, c->req.method, &c->resp);
+		want = len <= c->e->http.head ? len : c->e->http.head + 1;
+		if ((data = (const char *)evbuffer_pullup(in, (ev_ssize_t)want)) == NULL) {
+			conn_close(c, "cannot read the response head");
+			return;
+		}
+		r = http_parse_response(data, want, &c->e->http, c->req.method, &c->resp);
 		if (r == HTTP_PARSE_INCOMPLETE)
 			return;
 		if (r == HTTP_PARSE_ERROR) {

@@ -450,8 +450,8 @@ report() {
 	echo "Runs on this machine differ by ~35% from one run to the next: compare only" \
 		"ratios taken within one run, never absolute numbers across runs."
 	echo "Load average (1, 5, 15 min) at the start: $LOAD_START; at the end:" \
-		"$(cut -d' ' -f1-3 /proc/loadavg). Other work on the cores skews the figures," \
-		"single-threaded peers most."
+		"$(cut -d' ' -f1-3 /proc/loadavg) (the benchmark itself adds 2 to 3). Other work" \
+		"on the cores skews the figures, single-threaded peers most."
 	echo "Total time $(($(date +%s) - START_TIME)) s."
 }
 

@@ -5,7 +5,7 @@
 # nothing at the origin), flag mode, blocklisted name (blocked before any DNS
 # query), the private-address guard with and without the 127.0.0.1 entry,
 # keep-alive reuse, chunked and close-delimited bodies both ways, HEAD,
-# 100-continue, pipelining, GraphQL query/mutation and the same decision from
+# 100-continue, pipelining, an oversize response head, GraphQL query/mutation and the same decision from
 # policyctl explain, 502 on a refused upstream, 504 on a silent one, and the
 # slowloris head timeout.
 . "$(dirname "$0")/lib.sh"
@@ -179,6 +179,11 @@ expect_eq "$(status_of "$T/h")" 502 "refused upstream is 502"
 OUT=$(audit_last ".event == \"http\" and .port == $closed")
 expect_eq "$(jqf .status)" 502 "502 audited"
 expect_eq "$(jqf '.error | length > 0')" true "502 audited with an error"
+
+# --- an oversize response head: 502, and egressd lives on ---
+run pcurl -D "$T/h" -o "$T/b" "http://plain.test:$O/bighead?n=100000"
+expect_eq "$(status_of "$T/h")" 502 "oversize response head is 502"
+expect_eq "$(kill -0 "$A_PID" 2>/dev/null && echo up)" up "egressd survives an oversize response head"
 
 # --- silent upstream: 504 after --response-timeout 2 ---
 t0=$(now_ms)

@@ -339,7 +339,8 @@ egressd_defaults(struct egressd *e, struct egressd_opts *o)
 	e->lim.tunnel_idle_timeout = 600;
 	e->lim.grace = 10;
 	e->lim.pool_idle_timeout = 30;
-	e->lim.pool_max_idle = 8;
+	e->lim.pool_max_idle = 64;
+	e->lim.pool_max_total = 1024;
 	e->http = http_limits_default;
 }
 

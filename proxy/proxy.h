@@ -162,6 +162,7 @@ struct egressd_limits {
 	unsigned grace;               /* seconds to finish exchanges on SIGTERM */
 	unsigned pool_idle_timeout;   /* seconds an idle upstream is kept */
 	unsigned pool_max_idle;       /* idle upstreams kept per host:port */
+	unsigned pool_max_total;      /* idle upstreams kept in all */
 };
 
 struct egressd {
@@ -285,7 +286,9 @@ void relay_tunnel_eof(struct conn *, struct conn_side *);
 
 /* upstream.c */
 struct upstream {
-	TAILQ_ENTRY(upstream) entry; /* in the pool while idle */
+	TAILQ_ENTRY(upstream) entry;     /* in its pool bucket while idle */
+	TAILQ_ENTRY(upstream) lru_entry; /* in the pool's release order while idle */
+	unsigned bucket;
 	struct bufferevent *bev;
 	struct addr addr; /* the address connected to */
 	uint16_t port;

@@ -22,11 +22,31 @@
 
 #define UPSTREAM_MAX_ADDRS 16
 
+#define UPSTREAM_BUCKETS 256 /* a power of two */
+
+/*
+ * Idle upstreams hang in a bucket chosen by the hash of their host:port
+ * (newest first, so the warmest is reused), and on one list of them all
+ * in release order, whose oldest goes when the pool is full.
+ */
+TAILQ_HEAD(upstream_list, upstream);
 struct upstream_pool {
 	struct egressd *e;
-	TAILQ_HEAD(, upstream) idle;
+	struct upstream_list buckets[UPSTREAM_BUCKETS];
+	unsigned nbucket[UPSTREAM_BUCKETS];
+	struct upstream_list lru;
 	unsigned nidle;
 };
+
+static unsigned
+upstream_bucket_of(const char *key)
+{
+	uint32_t h = 2166136261u;
+
+	for (; *key != '\0'; key++)
+		h = (h ^ (unsigned char)*key) * 16777619u;
+	return h & (UPSTREAM_BUCKETS - 1);
+}
 
 struct upstream_job {
 	struct egressd *e;
@@ -245,15 +265,25 @@ upstream_timeout_cb(evutil_socket_t fd, short what, void *arg)
 	upstream_finish(j, NULL, UPSTREAM_E_TIMEOUT);
 }
 
+static void
+upstream_pool_unlink(struct upstream_pool *pool, struct upstream *u)
+{
+	TAILQ_REMOVE(&pool->buckets[u->bucket], u, entry);
+	pool->nbucket[u->bucket]--;
+	TAILQ_REMOVE(&pool->lru, u, lru_entry);
+	pool->nidle--;
+}
+
 /* Take an idle pooled connection whose address the policy still allows. */
 static struct upstream *
 upstream_pool_take(struct upstream_pool *pool, const struct policy *p, const char *key,
                    struct decision *d)
 {
+	unsigned b = upstream_bucket_of(key);
 	struct upstream *u;
 	struct decision t;
 
-	TAILQ_FOREACH(u, &pool->idle, entry)
+	TAILQ_FOREACH(u, &pool->buckets[b], entry)
 	{
 		if (strcmp(u->key, key) != 0)
 			continue;
@@ -261,8 +291,7 @@ upstream_pool_take(struct upstream_pool *pool, const struct policy *p, const cha
 		policy_check_addr(p, &u->addr, &t);
 		if (t.action == ACTION_BLOCK)
 			continue;
-		TAILQ_REMOVE(&pool->idle, u, entry);
-		pool->nidle--;
+		upstream_pool_unlink(pool, u);
 		event_del(u->idle_timer);
 		bufferevent_setcb(u->bev, NULL, NULL, NULL, NULL);
 		*d = t;
@@ -344,8 +373,7 @@ upstream_cancel(struct upstream_job *j)
 static void
 upstream_pool_drop(struct upstream_pool *pool, struct upstream *u)
 {
-	TAILQ_REMOVE(&pool->idle, u, entry);
-	pool->nidle--;
+	upstream_pool_unlink(pool, u);
 	upstream_free(u);
 }
 
@@ -380,8 +408,7 @@ upstream_release(struct egressd *e, struct upstream *u, int reusable)
 {
 	struct upstream_pool *pool = e->pool;
 	struct timeval tv = {e->lim.pool_idle_timeout, 0};
-	struct upstream *v;
-	unsigned same = 0;
+	unsigned b;
 
 	if (u == NULL)
 		return;
@@ -389,21 +416,24 @@ upstream_release(struct egressd *e, struct upstream *u, int reusable)
 		upstream_free(u);
 		return;
 	}
-	TAILQ_FOREACH(v, &pool->idle, entry)
-	if (strcmp(v->key, u->key) == 0)
-		same++;
-	if (same >= e->lim.pool_max_idle) {
+	b = upstream_bucket_of(u->key);
+	if (pool->nbucket[b] >= e->lim.pool_max_idle) {
 		upstream_free(u);
 		return;
 	}
+	if (pool->nidle >= e->lim.pool_max_total)
+		upstream_pool_drop(pool, TAILQ_LAST(&pool->lru, upstream_list));
 	u->pool = pool;
+	u->bucket = b;
 	if (u->idle_timer == NULL)
 		u->idle_timer = evtimer_new(e->base, upstream_idle_timeout_cb, u);
 	evtimer_add(u->idle_timer, &tv);
 	bufferevent_set_timeouts(u->bev, NULL, NULL);
 	bufferevent_setcb(u->bev, upstream_idle_read_cb, NULL, upstream_idle_event_cb, u);
 	bufferevent_enable(u->bev, EV_READ);
-	TAILQ_INSERT_HEAD(&pool->idle, u, entry);
+	TAILQ_INSERT_HEAD(&pool->buckets[b], u, entry);
+	pool->nbucket[b]++;
+	TAILQ_INSERT_HEAD(&pool->lru, u, lru_entry);
 	pool->nidle++;
 }
 
@@ -423,9 +453,13 @@ upstream_pool_new(struct egressd *e)
 {
 	struct upstream_pool *pool;
 
+	unsigned i;
+
 	pool = xcalloc(1, sizeof *pool);
 	pool->e = e;
-	TAILQ_INIT(&pool->idle);
+	for (i = 0; i < UPSTREAM_BUCKETS; i++)
+		TAILQ_INIT(&pool->buckets[i]);
+	TAILQ_INIT(&pool->lru);
 	return pool;
 }
 
@@ -436,7 +470,7 @@ upstream_pool_free(struct upstream_pool *pool)
 
 	if (pool == NULL)
 		return;
-	while ((u = TAILQ_FIRST(&pool->idle)) != NULL)
+	while ((u = TAILQ_FIRST(&pool->lru)) != NULL)
 		upstream_pool_drop(pool, u);
 	free(pool);
 }
@@ -447,7 +481,7 @@ upstream_pool_flush(struct upstream_pool *pool)
 {
 	struct upstream *u;
 
-	while ((u = TAILQ_FIRST(&pool->idle)) != NULL)
+	while ((u = TAILQ_FIRST(&pool->lru)) != NULL)
 		upstream_pool_drop(pool, u);
 }
 

@@ -76,15 +76,21 @@ void
 buf_vprintf(struct buf *b, const char *fmt, va_list ap)
 {
 	va_list ap2;
+	size_t room;
 	int n;
 
+	/* Format straight into the free space; only a miss formats twice. */
+	buf_reserve(b, 64);
+	room = b->cap - b->len;
 	va_copy(ap2, ap);
-	n = vsnprintf(NULL, 0, fmt, ap2);
+	n = vsnprintf(b->data + b->len, room, fmt, ap2);
 	va_end(ap2);
 	if (n < 0)
 		fatalx("buf_vprintf: bad format");
-	buf_reserve(b, (size_t)n);
-	vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+	if ((size_t)n >= room) {
+		buf_reserve(b, (size_t)n);
+		vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+	}
 	b->len += (size_t)n;
 }
 

@@ -746,15 +746,20 @@ http_add_fields(const struct http_msg *msg, int upgrade, struct buf *out)
 		/* RFC 9110 §10.1.1: an HTTP/1.0 expectation is ignored. */
 		if (msg->version == 10 && strcasecmp(h->name, "Expect") == 0)
 			continue;
-		buf_printf(out, "%s: %s\r\n", h->name, h->value);
+		buf_adds(out, h->name);
+		buf_add(out, ": ", 2);
+		buf_adds(out, h->value);
+		buf_add(out, "\r\n", 2);
 	}
 	buf_adds(out, "Via: ");
 	for (i = 0; i < msg->nheaders; i++) {
 		h = &msg->headers[i];
-		if (strcasecmp(h->name, "Via") == 0 && *h->value != '\0')
-			buf_printf(out, "%s, ", h->value);
+		if (strcasecmp(h->name, "Via") == 0 && *h->value != '\0') {
+			buf_adds(out, h->value);
+			buf_add(out, ", ", 2);
+		}
 	}
-	buf_printf(out, "%s egressd\r\n", msg->version == 10 ? "1.0" : "1.1");
+	buf_adds(out, msg->version == 10 ? "1.0 egressd\r\n" : "1.1 egressd\r\n");
 	if (!upgrade)
 		return;
 	for (i = 0; i < msg->nheaders; i++) {

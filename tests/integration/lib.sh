@@ -11,6 +11,7 @@ set -u
 POLICYCTL="$BUILD_DIR/policyctl"
 EGRESSD="$BUILD_DIR/egressd"
 ORIGIN_PY="$SRC_DIR/tests/integration/origin.py"
+export PYTHONDONTWRITEBYTECODE=1 # no __pycache__ in the source tree
 
 T=$(mktemp -d "${TMPDIR:-/tmp}/egress-it.XXXXXX")
 LIB_PIDS=""

@@ -127,7 +127,6 @@ expect_eq "$(jqf .status)" 200 "drained request audited 200"
 
 # --- SIGTERM: a request slower than the grace is cut ---
 start_egressd --config "$P" --upstream-dns "$ORIGIN_DNS" --grace 1 || exit 1
-DRAIN_PID=$EG_PID
 pcurl -o /dev/null -w '%{http_code}' "http://allowed.test:$O/slow?s=10" >"$T/cut.code" 2>/dev/null &
 CURL=$!
 track_pid "$CURL"

@@ -33,9 +33,7 @@ conn_timer_cb(evutil_socket_t fd, short what, void *arg)
 
 	switch (c->state) {
 	case CONN_READ_HEAD:
-		if (evbuffer_get_length(bufferevent_get_input(c->client.bev)) > 0 || c->req_parsed)
-			c->error = "request head timeout";
-		conn_close(c, c->error ? c->error : "idle timeout");
+		conn_close(c, c->x != NULL ? "request head timeout" : "idle timeout");
 		return;
 	case CONN_READ_BODY:
 		conn_close(c, "request body timeout");
@@ -56,7 +54,7 @@ conn_set_state(struct conn *c, enum conn_state s)
 	c->state = s;
 	switch (s) {
 	case CONN_READ_HEAD:
-		tv.tv_sec = c->head_started ? lim->header_timeout : lim->idle_timeout;
+		tv.tv_sec = c->x != NULL ? lim->header_timeout : lim->idle_timeout;
 		break;
 	case CONN_READ_BODY:
 		tv.tv_sec = lim->header_timeout;
@@ -97,34 +95,36 @@ static void
 conn_audit(struct conn *c)
 {
 	struct audit_event ev;
-	const char *method = c->req_parsed ? c->req.method : NULL;
-	int is_connect = method != NULL && strcmp(method, "CONNECT") == 0;
+	const char *method;
+	int is_connect;
 
-	if ((c->flags & CONN_F_AUDITED) || !c->req_parsed)
+	if (c->x == NULL || (c->flags & CONN_F_AUDITED) || !c->x->req_parsed)
 		return;
+	method = c->x->req.method;
+	is_connect = method != NULL && strcmp(method, "CONNECT") == 0;
 	c->flags |= CONN_F_AUDITED;
 	audit_event_init(&ev);
 	ev.event = is_connect ? "connect" : "http";
-	if (c->decision.rule[0] != '\0') {
-		ev.action = policy_action_name(c->decision.action);
-		ev.rule = c->decision.rule;
-		ev.source = c->decision.source;
-		ev.reason = c->decision.reason;
+	if (c->x->decision.rule[0] != '\0') {
+		ev.action = policy_action_name(c->x->decision.action);
+		ev.rule = c->x->decision.rule;
+		ev.source = c->x->decision.source;
+		ev.reason = c->x->decision.reason;
 	}
 	ev.mode = conn_mode(c);
 	ev.client = c->client_addr;
-	ev.host = c->host.name[0] ? c->host.name : NULL;
-	ev.port = c->port ? c->port : -1;
+	ev.host = c->x->host.name[0] ? c->x->host.name : NULL;
+	ev.port = c->x->port ? c->x->port : -1;
 	ev.scheme = is_connect ? NULL : "http";
 	ev.method = method;
-	ev.path = c->path;
-	ev.status = c->status ? c->status : -1;
-	ev.bytes_up = c->req_body.bytes;
-	ev.bytes_down = c->resp_body.bytes;
-	ev.duration_ms = (int64_t)(time_mono_ms() - c->t_start);
-	if (c->decision.graphql_present)
-		ev.graphql = &c->decision.gql;
-	ev.error = c->error;
+	ev.path = c->x->path;
+	ev.status = c->x->status ? c->x->status : -1;
+	ev.bytes_up = c->x->req_body.bytes;
+	ev.bytes_down = c->x->resp_body.bytes;
+	ev.duration_ms = (int64_t)(time_mono_ms() - c->x->t_start);
+	if (c->x->decision.graphql_present)
+		ev.graphql = &c->x->decision.gql;
+	ev.error = c->x->error;
 	audit_write(c->e->audit, &ev);
 }
 
@@ -137,31 +137,35 @@ conn_free_cb(evutil_socket_t fd, short what, void *arg)
 	free(c);
 }
 
+/* Start an exchange at the first byte of a request head. */
 static void
-conn_exchange_reset(struct conn *c)
+conn_exchange_new(struct conn *c)
 {
-	http_msg_free(&c->req);
-	http_msg_free(&c->resp);
-	http_msg_init(&c->req);
-	http_msg_init(&c->resp);
-	c->req_parsed = c->resp_parsed = 0;
-	c->head_started = 0;
-	c->retried = 0;
-	free(c->path);
-	free(c->query);
-	c->path = c->query = NULL;
-	memset(&c->host, 0, sizeof c->host);
-	memset(&c->decision, 0, sizeof c->decision);
-	memset(&c->req_body, 0, sizeof c->req_body);
-	memset(&c->resp_body, 0, sizeof c->resp_body);
-	if (c->held != NULL)
-		evbuffer_free(c->held);
-	c->held = NULL;
-	c->held_truncated = 0;
-	c->port = 0;
-	c->status = 0;
-	c->error = NULL;
+	c->x = xcalloc(1, sizeof *c->x);
+	http_msg_init(&c->x->req);
+	http_msg_init(&c->x->resp);
+}
+
+/*
+ * End the exchange. Its state lives only while it runs, so an idle
+ * keep-alive connection costs little more than its socket.
+ */
+static void
+conn_exchange_free(struct conn *c)
+{
+	struct exchange *x = c->x;
+
 	c->flags &= ~(CONN_F_AUDITED | CONN_F_RESP_STARTED | CONN_F_CONTINUE_SENT);
+	if (x == NULL)
+		return;
+	http_msg_free(&x->req);
+	http_msg_free(&x->resp);
+	free(x->path);
+	free(x->query);
+	if (x->held != NULL)
+		evbuffer_free(x->held);
+	free(x);
+	c->x = NULL;
 }
 
 /*
@@ -177,9 +181,9 @@ conn_close(struct conn *c, const char *why)
 		return;
 	c->flags |= CONN_F_CLOSED;
 	log_debug("conn %llu: close: %s", (unsigned long long)c->id, why);
-	if (c->req_parsed && !(c->flags & CONN_F_AUDITED)) {
-		if (c->error == NULL && c->state != CONN_TUNNEL)
-			c->error = why;
+	if (c->x != NULL && c->x->req_parsed && !(c->flags & CONN_F_AUDITED)) {
+		if (c->x->error == NULL && c->state != CONN_TUNNEL)
+			c->x->error = why;
 		conn_audit(c);
 	}
 	upstream_cancel(c->job);
@@ -192,7 +196,7 @@ conn_close(struct conn *c, const char *why)
 		bufferevent_free(c->client.bev);
 	c->client.bev = NULL;
 	event_free(c->timer);
-	conn_exchange_reset(c);
+	conn_exchange_free(c);
 	TAILQ_REMOVE(&e->conns, c, entry);
 	e->nconns--;
 	event_base_once(e->base, -1, EV_TIMEOUT, conn_free_cb, c, NULL);
@@ -219,17 +223,17 @@ conn_respond(struct conn *c, int status, const char *reason, const char *body, i
 
 	if (c->flags & CONN_F_RESP_STARTED) {
 		/* Too late for a status: the client sees the connection cut. */
-		conn_close(c, c->error ? c->error : reason);
+		conn_close(c, c->x->error ? c->x->error : reason);
 		return;
 	}
-	c->status = status;
+	c->x->status = status;
 	c->flags |= CONN_F_RESP_STARTED;
 	evbuffer_add_printf(out,
 	                    "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\n"
 	                    "Content-Length: %zu\r\nCache-Control: no-store\r\n",
 	                    status, reason, strlen(body));
-	if (status == 403 && c->decision.rule[0] != '\0')
-		evbuffer_add_printf(out, "X-Egress-Rule: %s\r\n", c->decision.rule);
+	if (status == 403 && c->x->decision.rule[0] != '\0')
+		evbuffer_add_printf(out, "X-Egress-Rule: %s\r\n", c->x->decision.rule);
 	evbuffer_add_printf(out, "Connection: %s\r\n\r\n%s", keep ? "keep-alive" : "close", body);
 	if (!keep)
 		c->flags |= CONN_F_CLIENT_CLOSE;
@@ -240,8 +244,8 @@ conn_error(struct conn *c, int status, const char *reason, const char *detail)
 {
 	char body[512];
 
-	if (c->error == NULL)
-		c->error = detail;
+	if (c->x->error == NULL)
+		c->x->error = detail;
 	snprintf(body, sizeof body, "egressd: %d %s: %s\n", status, reason, detail);
 	conn_respond(c, status, reason, body, 0);
 	conn_audit(c);
@@ -252,15 +256,15 @@ conn_error(struct conn *c, int status, const char *reason, const char *detail)
 static int
 conn_explain_method(const struct conn *c)
 {
-	return c->req.method != NULL && strcmp(c->req.method, "GET") != 0 &&
-	       strcmp(c->req.method, "CONNECT") != 0;
+	return c->x->req.method != NULL && strcmp(c->x->req.method, "GET") != 0 &&
+	       strcmp(c->x->req.method, "CONNECT") != 0;
 }
 
 /* 403 naming the rule, its source and the command that explains it. */
 static void
 conn_block(struct conn *c)
 {
-	const struct decision *d = &c->decision;
+	const struct decision *d = &c->x->decision;
 	char body[1024];
 	int keep;
 
@@ -268,13 +272,13 @@ conn_block(struct conn *c)
 	         "Blocked by the egress policy.\n"
 	         "host: %s\nrule: %s (%s%s%s)\nreason: %s\n"
 	         "To see why: policyctl explain%s%s %s\n",
-	         c->host.name, d->rule, d->list ? d->list : "", d->list ? ", " : "", d->source,
+	         c->x->host.name, d->rule, d->list ? d->list : "", d->list ? ", " : "", d->source,
 	         d->reason, conn_explain_method(c) ? " --method " : "",
-	         conn_explain_method(c) ? c->req.method : "", c->host.name);
+	         conn_explain_method(c) ? c->x->req.method : "", c->x->host.name);
 	/* Keep the connection only when no request body is left unread. */
-	keep = (c->req.flags & HTTP_F_KEEP_ALIVE) &&
-	       (c->req.body == HTTP_BODY_NONE || c->req_body.done ||
-	        (c->req.body == HTTP_BODY_LENGTH && c->req.length == 0)) &&
+	keep = (c->x->req.flags & HTTP_F_KEEP_ALIVE) &&
+	       (c->x->req.body == HTTP_BODY_NONE || c->x->req_body.done ||
+	        (c->x->req.body == HTTP_BODY_LENGTH && c->x->req.length == 0)) &&
 	       !c->e->draining;
 	conn_respond(c, 403, "Forbidden", body, keep);
 	conn_audit(c);
@@ -291,10 +295,10 @@ conn_body_needed(const struct conn *c)
 	const char *ct;
 	size_t n;
 
-	if (c->req.body == HTTP_BODY_NONE ||
-	    (c->req.body == HTTP_BODY_LENGTH && c->req.length == 0))
+	if (c->x->req.body == HTTP_BODY_NONE ||
+	    (c->x->req.body == HTTP_BODY_LENGTH && c->x->req.length == 0))
 		return 0;
-	if ((ct = http_msg_header(&c->req, "Content-Type")) == NULL)
+	if ((ct = http_msg_header(&c->x->req, "Content-Type")) == NULL)
 		return 0;
 	n = strcspn(ct, "; \t");
 	if ((n == 16 && strncasecmp(ct, "application/json", 16) == 0) ||
@@ -310,24 +314,24 @@ conn_decide(struct conn *c)
 	struct policy_request pr;
 	char *body = NULL;
 	size_t len = 0;
-	int is_connect = strcmp(c->req.method, "CONNECT") == 0;
+	int is_connect = strcmp(c->x->req.method, "CONNECT") == 0;
 
 	memset(&pr, 0, sizeof pr);
-	pr.host = &c->host;
-	pr.method = is_connect ? NULL : c->req.method;
-	pr.query = c->query;
-	pr.content_type = http_msg_header(&c->req, "Content-Type");
-	if (c->held != NULL) {
-		len = evbuffer_get_length(c->held);
-		body = (char *)evbuffer_pullup(c->held, -1);
+	pr.host = &c->x->host;
+	pr.method = is_connect ? NULL : c->x->req.method;
+	pr.query = c->x->query;
+	pr.content_type = http_msg_header(&c->x->req, "Content-Type");
+	if (c->x->held != NULL) {
+		len = evbuffer_get_length(c->x->held);
+		body = (char *)evbuffer_pullup(c->x->held, -1);
 		pr.body = body ? body : "";
 		pr.body_len = len;
-		pr.body_truncated = c->held_truncated;
+		pr.body_truncated = c->x->held_truncated;
 	}
-	policy_decide(c->policy, &pr, &c->decision);
-	if (c->host.kind == HOST_ADDR)
-		policy_check_addr(c->policy, &c->host.addr, &c->decision);
-	if (c->decision.action == ACTION_BLOCK) {
+	policy_decide(c->policy, &pr, &c->x->decision);
+	if (c->x->host.kind == HOST_ADDR)
+		policy_check_addr(c->policy, &c->x->host.addr, &c->x->decision);
+	if (c->x->decision.action == ACTION_BLOCK) {
 		conn_block(c);
 		return;
 	}
@@ -337,30 +341,30 @@ conn_decide(struct conn *c)
 	 * epoll_ctl calls on every request a pooled upstream serves at once.
 	 */
 	conn_set_state(c, CONN_CONNECTING);
-	c->job =
-	    upstream_get(c->e, c->policy, &c->host, c->port, &c->decision, 0, conn_upstream_cb, c);
+	c->job = upstream_get(c->e, c->policy, &c->x->host, c->x->port, &c->x->decision, 0,
+	                      conn_upstream_cb, c);
 }
 
-/* Read the body the decision needs into c->held, up to maxGraphqlBody. */
+/* Read the body the decision needs into c->x->held, up to maxGraphqlBody. */
 static void
 conn_hold_body(struct conn *c)
 {
 	struct evbuffer *in = bufferevent_get_input(c->client.bev);
 	size_t max = policy_config(c->policy)->max_graphql_body;
-	struct conn_body *b = &c->req_body;
+	struct conn_body *b = &c->x->req_body;
 
-	if (relay_body_move(c, b, in, c->held, 0) == -1) {
+	if (relay_body_move(c, b, in, c->x->held, 0) == -1) {
 		conn_error(c, 400, "Bad Request", "malformed chunked request body");
 		return;
 	}
-	if (evbuffer_get_length(c->held) > max)
-		c->held_truncated = 1; /* not provably a query: decided as such */
+	if (evbuffer_get_length(c->x->held) > max)
+		c->x->held_truncated = 1; /* not provably a query: decided as such */
 	else if (!b->done)
 		return; /* wait for more */
 	/* The held bytes are sent as they are: restate their framing. */
 	if (b->done) {
-		c->req.body = HTTP_BODY_LENGTH;
-		c->req.length = (uint64_t)evbuffer_get_length(c->held);
+		c->x->req.body = HTTP_BODY_LENGTH;
+		c->x->req.length = (uint64_t)evbuffer_get_length(c->x->held);
 	}
 	conn_decide(c);
 }
@@ -371,46 +375,47 @@ conn_request(struct conn *c)
 {
 	const char *err;
 	char *q;
-	int is_connect = strcmp(c->req.method, "CONNECT") == 0;
+	int is_connect = strcmp(c->x->req.method, "CONNECT") == 0;
 
-	c->t_start = time_mono_ms();
-	if (!is_connect && c->req.uri.form != HTTP_TARGET_ABSOLUTE) {
+	c->x->t_start = time_mono_ms();
+	if (!is_connect && c->x->req.uri.form != HTTP_TARGET_ABSOLUTE) {
 		conn_error(
 		    c, 400, "Bad Request",
 		    "this is a proxy: send absolute-form requests (http://host/path) or CONNECT");
 		return;
 	}
-	if (!is_connect && strcmp(c->req.uri.scheme, "http") != 0) {
+	if (!is_connect && strcmp(c->x->req.uri.scheme, "http") != 0) {
 		conn_error(c, 400, "Bad Request",
 		           "https:// requests go through CONNECT, not as a plain proxy request");
 		return;
 	}
-	if ((err = host_parse(c->req.uri.host, strlen(c->req.uri.host), &c->host)) != NULL) {
+	if ((err = host_parse(c->x->req.uri.host, strlen(c->x->req.uri.host), &c->x->host)) !=
+	    NULL) {
 		conn_error(c, 400, "Bad Request", err);
 		return;
 	}
-	c->port = c->req.uri.port;
+	c->x->port = c->x->req.uri.port;
 	if (!is_connect) {
-		q = strchr(c->req.uri.path, '?');
-		c->path = xstrndup(c->req.uri.path,
-		                   q ? (size_t)(q - c->req.uri.path) : strlen(c->req.uri.path));
-		c->query = q ? xstrdup(q + 1) : NULL;
+		q = strchr(c->x->req.uri.path, '?');
+		c->x->path = xstrndup(c->x->req.uri.path, q ? (size_t)(q - c->x->req.uri.path)
+		                                            : strlen(c->x->req.uri.path));
+		c->x->query = q ? xstrdup(q + 1) : NULL;
 	}
-	memset(&c->req_body, 0, sizeof c->req_body);
-	c->req_body.in = c->req.body;
-	c->req_body.out = c->req.body;
-	c->req_body.left = c->req.body == HTTP_BODY_LENGTH ? c->req.length : 0;
-	chunked_init(&c->req_body.dec, &c->e->http);
+	memset(&c->x->req_body, 0, sizeof c->x->req_body);
+	c->x->req_body.in = c->x->req.body;
+	c->x->req_body.out = c->x->req.body;
+	c->x->req_body.left = c->x->req.body == HTTP_BODY_LENGTH ? c->x->req.length : 0;
+	chunked_init(&c->x->req_body.dec, &c->e->http);
 	if (is_connect) {
-		c->req_body.in = c->req_body.out = HTTP_BODY_NONE;
-		c->req_body.done = 1;
-	} else if (c->req.body == HTTP_BODY_NONE) {
-		c->req_body.done = 1;
+		c->x->req_body.in = c->x->req_body.out = HTTP_BODY_NONE;
+		c->x->req_body.done = 1;
+	} else if (c->x->req.body == HTTP_BODY_NONE) {
+		c->x->req_body.done = 1;
 	}
 	if (!is_connect && conn_body_needed(c)) {
-		c->held = evbuffer_new();
-		c->req_body.out = HTTP_BODY_NONE; /* raw data into held */
-		if (c->req.flags & HTTP_F_EXPECT_CONTINUE) {
+		c->x->held = evbuffer_new();
+		c->x->req_body.out = HTTP_BODY_NONE; /* raw data into held */
+		if (c->x->req.flags & HTTP_F_EXPECT_CONTINUE) {
 			evbuffer_add_printf(bufferevent_get_output(c->client.bev),
 			                    "HTTP/1.1 100 Continue\r\n\r\n");
 			c->flags |= CONN_F_CONTINUE_SENT;
@@ -433,34 +438,34 @@ conn_read_head(struct conn *c)
 
 	if (len == 0)
 		return;
-	if (!c->head_started) {
+	if (c->x == NULL) {
 		/* The head timeout runs from its first byte: trickling cannot extend it. */
-		c->head_started = 1;
+		conn_exchange_new(c);
 		conn_set_state(c, CONN_READ_HEAD);
 	}
 	if ((data = (const char *)evbuffer_pullup(in, (ev_ssize_t)want)) == NULL) {
 		conn_close(c, "cannot read the request head");
 		return;
 	}
-	r = http_parse_request(data, want, &c->e->http, &c->req);
+	r = http_parse_request(data, want, &c->e->http, &c->x->req);
 	if (r == HTTP_PARSE_INCOMPLETE)
 		return;
-	c->req_parsed = 1;
+	c->x->req_parsed = 1;
 	if (r == HTTP_PARSE_ERROR) {
-		c->req.method = c->req.method ? c->req.method : "-";
-		c->t_start = time_mono_ms();
-		c->error = c->req.error;
-		conn_error(c, c->req.error_status,
-		           c->req.error_status == 431   ? "Request Header Fields Too Large"
-		           : c->req.error_status == 414 ? "URI Too Long"
-		           : c->req.error_status == 501 ? "Not Implemented"
-		           : c->req.error_status == 505 ? "HTTP Version Not Supported"
-		                                        : "Bad Request",
-		           c->req.error);
+		c->x->req.method = c->x->req.method ? c->x->req.method : "-";
+		c->x->t_start = time_mono_ms();
+		c->x->error = c->x->req.error;
+		conn_error(c, c->x->req.error_status,
+		           c->x->req.error_status == 431   ? "Request Header Fields Too Large"
+		           : c->x->req.error_status == 414 ? "URI Too Long"
+		           : c->x->req.error_status == 501 ? "Not Implemented"
+		           : c->x->req.error_status == 505 ? "HTTP Version Not Supported"
+		                                           : "Bad Request",
+		           c->x->req.error);
 		return;
 	}
-	evbuffer_drain(in, c->req.head_len);
-	if (!(c->req.flags & HTTP_F_KEEP_ALIVE) || c->e->draining)
+	evbuffer_drain(in, c->x->req.head_len);
+	if (!(c->x->req.flags & HTTP_F_KEEP_ALIVE) || c->e->draining)
 		c->flags |= CONN_F_CLIENT_CLOSE;
 	conn_request(c);
 }
@@ -477,42 +482,43 @@ conn_read_response(struct conn *c)
 	struct buf head;
 	int flags = 0;
 
-	while (!c->resp_parsed && (len = evbuffer_get_length(in)) > 0) {
+	while (!c->x->resp_parsed && (len = evbuffer_get_length(in)) > 0) {
 		want = len <= c->e->http.head ? len : c->e->http.head + 1;
 		if ((data = (const char *)evbuffer_pullup(in, (ev_ssize_t)want)) == NULL) {
 			conn_close(c, "cannot read the response head");
 			return;
 		}
-		r = http_parse_response(data, want, &c->e->http, c->req.method, &c->resp);
+		r = http_parse_response(data, want, &c->e->http, c->x->req.method, &c->x->resp);
 		if (r == HTTP_PARSE_INCOMPLETE)
 			return;
 		if (r == HTTP_PARSE_ERROR) {
-			conn_error(c, 502, "Bad Gateway", c->resp.error);
+			conn_error(c, 502, "Bad Gateway", c->x->resp.error);
 			return;
 		}
-		evbuffer_drain(in, c->resp.head_len);
-		if (c->resp.status >= 100 && c->resp.status < 200) {
+		evbuffer_drain(in, c->x->resp.head_len);
+		if (c->x->resp.status >= 100 && c->x->resp.status < 200) {
 			/* Interim: pass 100 on when the client asked for it; drop the rest. */
-			if (c->resp.status == 100 && (c->req.flags & HTTP_F_EXPECT_CONTINUE) &&
+			if (c->x->resp.status == 100 &&
+			    (c->x->req.flags & HTTP_F_EXPECT_CONTINUE) &&
 			    !(c->flags & CONN_F_CONTINUE_SENT)) {
 				evbuffer_add_printf(bufferevent_get_output(c->client.bev),
 				                    "HTTP/1.1 100 Continue\r\n\r\n");
 				c->flags |= CONN_F_CONTINUE_SENT;
 			}
-			http_msg_free(&c->resp);
-			http_msg_init(&c->resp);
+			http_msg_free(&c->x->resp);
+			http_msg_init(&c->x->resp);
 			continue;
 		}
-		c->resp_parsed = 1;
+		c->x->resp_parsed = 1;
 	}
-	if (!c->resp_parsed)
+	if (!c->x->resp_parsed)
 		return;
-	c->status = c->resp.status;
-	if (!(c->flags & CONN_F_CLIENT_CLOSE) && (c->resp.flags & HTTP_F_KEEP_ALIVE) &&
+	c->x->status = c->x->resp.status;
+	if (!(c->flags & CONN_F_CLIENT_CLOSE) && (c->x->resp.flags & HTTP_F_KEEP_ALIVE) &&
 	    !c->e->draining)
 		flags |= HTTP_SER_KEEP_ALIVE;
 	buf_init(&head);
-	if (http_response_serialize(&c->resp, c->req.version, flags, &head, &out) == -1) {
+	if (http_response_serialize(&c->x->resp, c->x->req.version, flags, &head, &out) == -1) {
 		buf_free(&head);
 		conn_error(c, 502, "Bad Gateway", "response cannot be forwarded to this client");
 		return;
@@ -522,11 +528,11 @@ conn_read_response(struct conn *c)
 	evbuffer_add(bufferevent_get_output(c->client.bev), head.data, head.len);
 	buf_free(&head);
 	c->flags |= CONN_F_RESP_STARTED;
-	memset(&c->resp_body, 0, sizeof c->resp_body);
-	c->resp_body.in = c->resp.body;
-	c->resp_body.out = out;
-	c->resp_body.left = c->resp.body == HTTP_BODY_LENGTH ? c->resp.length : 0;
-	chunked_init(&c->resp_body.dec, &c->e->http);
+	memset(&c->x->resp_body, 0, sizeof c->x->resp_body);
+	c->x->resp_body.in = c->x->resp.body;
+	c->x->resp_body.out = out;
+	c->x->resp_body.left = c->x->resp.body == HTTP_BODY_LENGTH ? c->x->resp.length : 0;
+	chunked_init(&c->x->resp_body.dec, &c->e->http);
 	relay_pump(c);
 }
 
@@ -538,8 +544,8 @@ conn_exchange_done(struct conn *c)
 
 	conn_audit(c);
 	if (c->upstream != NULL) {
-		reusable = c->resp_parsed && (c->resp.flags & HTTP_F_KEEP_ALIVE) &&
-		           c->resp.body != HTTP_BODY_CLOSE && !c->up.eof && c->req_body.done;
+		reusable = c->x->resp_parsed && (c->x->resp.flags & HTTP_F_KEEP_ALIVE) &&
+		           c->x->resp.body != HTTP_BODY_CLOSE && !c->up.eof && c->x->req_body.done;
 		upstream_release(c->e, c->upstream, reusable);
 		c->upstream = NULL;
 		c->up.bev = NULL;
@@ -551,7 +557,7 @@ conn_exchange_done(struct conn *c)
 		conn_flush_close(c);
 		return;
 	}
-	conn_exchange_reset(c);
+	conn_exchange_free(c);
 	c->client.throttled = 0;
 	bufferevent_enable(c->client.bev, EV_READ);
 	conn_set_state(c, CONN_READ_HEAD);
@@ -612,7 +618,7 @@ conn_up_read_cb(struct bufferevent *bev, void *arg)
 	}
 	if (c->state != CONN_EXCHANGE)
 		return;
-	if (!c->resp_parsed)
+	if (!c->x->resp_parsed)
 		conn_read_response(c);
 	else
 		relay_pump(c);
@@ -636,21 +642,21 @@ conn_up_write_cb(struct bufferevent *bev, void *arg)
 static int
 conn_retry(struct conn *c)
 {
-	if (c->upstream == NULL || !c->upstream->reused || c->retried ||
-	    c->req.body != HTTP_BODY_NONE || c->held != NULL ||
+	if (c->upstream == NULL || !c->upstream->reused || c->x->retried ||
+	    c->x->req.body != HTTP_BODY_NONE || c->x->held != NULL ||
 	    evbuffer_get_length(bufferevent_get_input(c->up.bev)) > 0)
 		return 0;
-	c->retried = 1;
+	c->x->retried = 1;
 	upstream_free(c->upstream);
 	c->upstream = NULL;
 	c->up.bev = NULL;
 	c->up.eof = 0;
-	http_msg_free(&c->resp);
-	http_msg_init(&c->resp);
+	http_msg_free(&c->x->resp);
+	http_msg_init(&c->x->resp);
 	conn_set_state(c, CONN_CONNECTING);
 	bufferevent_disable(c->client.bev, EV_READ);
-	c->job = upstream_get(c->e, c->policy, &c->host, c->port, &c->decision, UPSTREAM_F_FRESH,
-	                      conn_upstream_cb, c);
+	c->job = upstream_get(c->e, c->policy, &c->x->host, c->x->port, &c->x->decision,
+	                      UPSTREAM_F_FRESH, conn_upstream_cb, c);
 	return 1;
 }
 
@@ -662,7 +668,7 @@ conn_event_cb(struct bufferevent *bev, short what, void *arg)
 	int is_up = s == &c->up;
 
 	if (what & BEV_EVENT_TIMEOUT) {
-		if (is_up && c->state == CONN_EXCHANGE && !c->resp_parsed) {
+		if (is_up && c->state == CONN_EXCHANGE && !c->x->resp_parsed) {
 			conn_error(c, 504, "Gateway Timeout", "upstream response timed out");
 			return;
 		}
@@ -670,7 +676,7 @@ conn_event_cb(struct bufferevent *bev, short what, void *arg)
 		return;
 	}
 	if (what & BEV_EVENT_ERROR) {
-		if (is_up && c->state == CONN_EXCHANGE && !c->resp_parsed) {
+		if (is_up && c->state == CONN_EXCHANGE && !c->x->resp_parsed) {
 			if (conn_retry(c))
 				return;
 			conn_error(c, 502, "Bad Gateway", "upstream connection reset");
@@ -702,9 +708,9 @@ conn_event_cb(struct bufferevent *bev, short what, void *arg)
 	}
 	if (c->state != CONN_EXCHANGE)
 		return;
-	if (!c->resp_parsed) {
+	if (!c->x->resp_parsed) {
 		conn_read_response(c);
-		if (c->resp_parsed || (c->flags & CONN_F_CLOSED))
+		if (c->x->resp_parsed || (c->flags & CONN_F_CLOSED))
 			return;
 		if (conn_retry(c))
 			return;
@@ -735,20 +741,20 @@ conn_send_request(struct conn *c)
 
 	if (c->flags & CONN_F_CONTINUE_SENT) {
 		/* We answered the expectation; the upstream gets the body at once. */
-		c->req.flags &= ~HTTP_F_EXPECT_CONTINUE;
+		c->x->req.flags &= ~HTTP_F_EXPECT_CONTINUE;
 	}
 	buf_init(&head);
-	if (http_request_serialize(&c->req, c->req.uri.path, c->req.uri.authority, flags, &head) ==
-	    -1) {
+	if (http_request_serialize(&c->x->req, c->x->req.uri.path, c->x->req.uri.authority, flags,
+	                           &head) == -1) {
 		buf_free(&head);
 		conn_error(c, 400, "Bad Request", "request cannot be forwarded");
 		return;
 	}
 	evbuffer_add(bufferevent_get_output(c->up.bev), head.data, head.len);
 	buf_free(&head);
-	if (c->held != NULL) {
+	if (c->x->held != NULL) {
 		struct evbuffer *uout = bufferevent_get_output(c->up.bev);
-		size_t n = evbuffer_get_length(c->held);
+		size_t n = evbuffer_get_length(c->x->held);
 		char ch[CHUNKED_HEAD_MAX];
 
 		/*
@@ -756,13 +762,13 @@ conn_send_request(struct conn *c)
 		 * continues as a stream in its own framing: held chunked data
 		 * was de-chunked, so it goes first as one chunk of ours.
 		 */
-		c->req_body.out = c->req_body.in;
-		if (c->req_body.in == HTTP_BODY_CHUNKED && !c->req_body.done && n > 0) {
+		c->x->req_body.out = c->x->req_body.in;
+		if (c->x->req_body.in == HTTP_BODY_CHUNKED && !c->x->req_body.done && n > 0) {
 			evbuffer_add(uout, ch, chunked_head(ch, n));
-			evbuffer_add_buffer(uout, c->held);
+			evbuffer_add_buffer(uout, c->x->held);
 			evbuffer_add(uout, "\r\n", 2);
 		} else
-			evbuffer_add_buffer(uout, c->held);
+			evbuffer_add_buffer(uout, c->x->held);
 	}
 	conn_set_state(c, CONN_EXCHANGE);
 	bufferevent_enable(c->client.bev, EV_READ);
@@ -777,25 +783,25 @@ conn_upstream_cb(void *arg, struct upstream_result *r)
 
 	c->job = NULL;
 	if (r->err == UPSTREAM_E_BLOCKED) {
-		c->decision = r->decision;
+		c->x->decision = r->decision;
 		conn_block(c);
 		return;
 	}
 	if (r->err != UPSTREAM_OK) {
 		snprintf(detail, sizeof detail, "%s: %s:%u%s%s", upstream_strerror(r->err),
-		         c->host.name, c->port, r->sys_errno ? ": " : "",
+		         c->x->host.name, c->x->port, r->sys_errno ? ": " : "",
 		         r->sys_errno ? strerror(r->sys_errno) : "");
-		c->error = upstream_strerror(r->err);
+		c->x->error = upstream_strerror(r->err);
 		if (r->err == UPSTREAM_E_TIMEOUT)
 			conn_error(c, 504, "Gateway Timeout", detail);
 		else
 			conn_error(c, 502, "Bad Gateway", detail);
 		return;
 	}
-	c->decision = r->decision;
+	c->x->decision = r->decision;
 	conn_attach_upstream(c, r->u);
-	if (strcmp(c->req.method, "CONNECT") == 0) {
-		c->status = 200;
+	if (strcmp(c->x->req.method, "CONNECT") == 0) {
+		c->x->status = 200;
 		evbuffer_add_printf(bufferevent_get_output(c->client.bev),
 		                    "HTTP/1.1 200 Connection established\r\n\r\n");
 		c->flags |= CONN_F_RESP_STARTED;
@@ -818,8 +824,6 @@ conn_accept(struct egressd *e, int fd, const struct sockaddr *sa, socklen_t sale
 	c->e = e;
 	c->id = ++e->conn_seq;
 	c->policy = policy_ref(e->policy);
-	http_msg_init(&c->req);
-	http_msg_init(&c->resp);
 	if (sa->sa_family == AF_INET) {
 		const struct sockaddr_in *sin = (const struct sockaddr_in *)sa;
 
@@ -863,8 +867,7 @@ conn_drain_idle(struct egressd *e)
 
 	for (c = TAILQ_FIRST(&e->conns); c != NULL; c = next) {
 		next = TAILQ_NEXT(c, entry);
-		if (c->state == CONN_READ_HEAD && !c->req_parsed &&
-		    evbuffer_get_length(bufferevent_get_input(c->client.bev)) == 0)
+		if (c->state == CONN_READ_HEAD && c->x == NULL)
 			conn_close(c, "shutdown");
 	}
 	upstream_pool_flush(e->pool);
@@ -876,7 +879,8 @@ conn_close_all(struct egressd *e, const char *why)
 	struct conn *c;
 
 	while ((c = TAILQ_FIRST(&e->conns)) != NULL) {
-		c->error = why;
+		if (c->x != NULL)
+			c->x->error = why;
 		conn_close(c, why);
 	}
 }

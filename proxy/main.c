@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -405,6 +406,23 @@ egressd_open_audit(struct egressd *e, struct egressd_opts *o)
 }
 
 /*
+ * Once a second: when more than EGRESSD_TRIM_BYTES of freed heap sit
+ * unused (after a burst of connections, whose buffers and upstreams are
+ * gone), hand the pages back to the system, so the resident size follows
+ * the connections that are open now rather than the peak.
+ */
+#define EGRESSD_TRIM_BYTES (1024 * 1024)
+
+static void
+egressd_trim_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct mallinfo2 mi = mallinfo2();
+
+	if (mi.fordblks > EGRESSD_TRIM_BYTES)
+		malloc_trim(0);
+}
+
+/*
  * epoll with a changelist: enabling and disabling an event within one
  * loop iteration costs one epoll_ctl, or none, instead of one each.
  * egressd never dup()s a socket, the case the changelist gets wrong.
@@ -455,6 +473,8 @@ main(int argc, char **argv)
 	    egressd_signal(&e, &e.ev_int, SIGINT, egressd_term_cb) == -1)
 		fatalx("cannot install signal handlers");
 
+	e.ev_trim = event_new(e.base, -1, EV_PERSIST, egressd_trim_cb, &e);
+	event_add(e.ev_trim, &(struct timeval){1, 0});
 	egressd_print_usage_lines(shown);
 	egressd_audit_daemon(&e, "started", NULL);
 	egressd_ready(&o);
@@ -474,6 +494,8 @@ out:
 		event_free(e.ev_int);
 	if (e.ev_grace)
 		event_free(e.ev_grace);
+	if (e.ev_trim)
+		event_free(e.ev_trim);
 	if (e.dns)
 		evdns_base_free(e.dns, 0);
 	audit_close(e.audit);

@@ -177,6 +177,7 @@ struct egressd {
 	struct event *ev_term;
 	struct event *ev_int;
 	struct event *ev_grace;
+	struct event *ev_trim;
 	TAILQ_HEAD(, conn) conns;
 	unsigned nconns;
 	uint64_t conn_seq;
@@ -229,6 +230,27 @@ struct conn_side {
 	int throttled; /* reading stopped for backpressure */
 };
 
+/* One request and its response, from the first byte of the head on. */
+struct exchange {
+	struct http_msg req;
+	struct http_msg resp;
+	int req_parsed;
+	int resp_parsed;
+	int retried; /* resent once after a stale pooled upstream */
+	struct host host;
+	uint16_t port;
+	char *path; /* no query string: it may carry secrets */
+	char *query;
+	struct decision decision;
+	struct conn_body req_body;
+	struct conn_body resp_body;
+	struct evbuffer *held; /* a request body held for the decision */
+	int held_truncated;
+	uint64_t t_start;
+	int status;
+	const char *error;
+};
+
 struct conn {
 	TAILQ_ENTRY(conn) entry;
 	struct egressd *e;
@@ -248,25 +270,7 @@ struct conn {
 	struct event *timer;
 	char client_addr[64];
 
-	/* The exchange in progress. */
-	struct http_msg req;
-	struct http_msg resp;
-	int head_started; /* first byte of a head seen: its timer runs */
-	int req_parsed;
-	int resp_parsed;
-	int retried; /* resent once after a stale pooled upstream */
-	struct host host;
-	uint16_t port;
-	char *path; /* no query string: it may carry secrets */
-	char *query;
-	struct decision decision;
-	struct conn_body req_body;
-	struct conn_body resp_body;
-	struct evbuffer *held; /* a request body held for the decision */
-	int held_truncated;
-	uint64_t t_start;
-	int status;
-	const char *error;
+	struct exchange *x; /* the exchange in progress; NULL between requests */
 };
 
 void conn_accept(struct egressd *, int, const struct sockaddr *, socklen_t);

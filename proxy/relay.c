@@ -64,7 +64,7 @@ relay_body_move(struct conn *c, struct conn_body *b, struct evbuffer *in, struct
 				return 0;
 			r = chunked_feed(&b->dec, v.iov_base, v.iov_len, &used, &data, &len);
 			if (r == CHUNKED_ERROR) {
-				c->error = b->dec.error;
+				c->x->error = b->dec.error;
 				return -1;
 			}
 			if (len > 0) {
@@ -116,8 +116,8 @@ relay_pump(struct conn *c)
 	if (c->state == CONN_TUNNEL) {
 		cin = bufferevent_get_input(cb);
 		uin = bufferevent_get_input(ub);
-		c->req_body.bytes += (int64_t)evbuffer_get_length(cin);
-		c->resp_body.bytes += (int64_t)evbuffer_get_length(uin);
+		c->x->req_body.bytes += (int64_t)evbuffer_get_length(cin);
+		c->x->resp_body.bytes += (int64_t)evbuffer_get_length(uin);
 		evbuffer_add_buffer(bufferevent_get_output(ub), cin);
 		evbuffer_add_buffer(bufferevent_get_output(cb), uin);
 		relay_throttle(&c->client, &c->up);
@@ -128,35 +128,37 @@ relay_pump(struct conn *c)
 		return;
 	cin = bufferevent_get_input(cb);
 	uout = bufferevent_get_output(ub);
-	if (!c->req_body.done && relay_body_move(c, &c->req_body, cin, uout, c->client.eof) == -1) {
+	if (!c->x->req_body.done &&
+	    relay_body_move(c, &c->x->req_body, cin, uout, c->client.eof) == -1) {
 		conn_error(c, 400, "Bad Request", "malformed chunked request body");
 		return;
 	}
-	if (!c->req_body.done && c->client.eof) {
+	if (!c->x->req_body.done && c->client.eof) {
 		conn_close(c, "client closed during the request body");
 		return;
 	}
-	if (c->req_body.done) {
+	if (c->x->req_body.done) {
 		/* Pipelined bytes wait for this exchange, but only so many. */
 		if (evbuffer_get_length(cin) > c->e->http.head)
 			bufferevent_disable(cb, EV_READ);
 	} else
 		relay_throttle(&c->client, &c->up);
-	if (!c->resp_parsed)
+	if (!c->x->resp_parsed)
 		return;
 	uin = bufferevent_get_input(ub);
 	cout = bufferevent_get_output(cb);
-	if (!c->resp_body.done && relay_body_move(c, &c->resp_body, uin, cout, c->up.eof) == -1) {
+	if (!c->x->resp_body.done &&
+	    relay_body_move(c, &c->x->resp_body, uin, cout, c->up.eof) == -1) {
 		conn_close(c, "malformed chunked response body");
 		return;
 	}
-	if (!c->resp_body.done && c->up.eof) {
-		c->error = "upstream closed during the response body";
+	if (!c->x->resp_body.done && c->up.eof) {
+		c->x->error = "upstream closed during the response body";
 		conn_flush_close(c);
 		return;
 	}
 	relay_throttle(&c->up, &c->client);
-	if (c->resp_body.done && c->req_body.done)
+	if (c->x->resp_body.done && c->x->req_body.done)
 		conn_exchange_done(c);
 }
 

@@ -525,7 +525,7 @@ conn_read_response(struct conn *c)
 	}
 	if (!(flags & HTTP_SER_KEEP_ALIVE) || out == HTTP_BODY_CLOSE)
 		c->flags |= CONN_F_CLIENT_CLOSE;
-	evbuffer_add(bufferevent_get_output(c->client.bev), head.data, head.len);
+	relay_send(&c->client, head.data, head.len);
 	buf_free(&head);
 	c->flags |= CONN_F_RESP_STARTED;
 	memset(&c->x->resp_body, 0, sizeof c->x->resp_body);
@@ -727,6 +727,7 @@ conn_attach_upstream(struct conn *c, struct upstream *u)
 	c->up.bev = u->bev;
 	c->up.eof = 0;
 	c->up.throttled = 0;
+	c->up.plain = 1;
 	bufferevent_setcb(u->bev, conn_up_read_cb, conn_up_write_cb, conn_event_cb, &c->up);
 	bufferevent_setwatermark(u->bev, EV_WRITE, RELAY_LOW_MARK, 0);
 	bufferevent_enable(u->bev, EV_READ | EV_WRITE);
@@ -750,7 +751,7 @@ conn_send_request(struct conn *c)
 		conn_error(c, 400, "Bad Request", "request cannot be forwarded");
 		return;
 	}
-	evbuffer_add(bufferevent_get_output(c->up.bev), head.data, head.len);
+	relay_send(&c->up, head.data, head.len);
 	buf_free(&head);
 	if (c->x->held != NULL) {
 		struct evbuffer *uout = bufferevent_get_output(c->up.bev);
@@ -847,6 +848,7 @@ conn_accept(struct egressd *e, int fd, const struct sockaddr *sa, socklen_t sale
 		return;
 	}
 	c->client.conn = c->up.conn = c;
+	c->client.plain = 1;
 	c->client.peer = &c->up;
 	c->up.peer = &c->client;
 	c->timer = evtimer_new(e->base, conn_timer_cb, c);

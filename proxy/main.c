@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <event2/buffer.h>
 #include <event2/dns.h>
 #include <event2/event.h>
 
@@ -451,15 +452,15 @@ main(int argc, char **argv)
 
 	log_init("egressd", LOG_LVL_INFO);
 	egressd_defaults(&e, &o);
-	if (egressd_parse(argc, argv, &e, &o) == -1)
-		return EXIT_CONFIG;
-	if ((e.policy = egressd_load_policy(&e)) == NULL)
-		return EXIT_CONFIG;
-	if (o.check) {
-		printf("configuration OK\n");
+	if (egressd_parse(argc, argv, &e, &o) == -1 ||
+	    (e.policy = egressd_load_policy(&e)) == NULL || o.check) {
+		if (e.policy != NULL)
+			printf("configuration OK\n");
+		rc = e.policy != NULL ? 0 : EXIT_CONFIG;
 		policy_unref(e.policy);
 		free(e.files);
-		return 0;
+		free(o.upstream_dns);
+		return rc;
 	}
 	signal(SIGPIPE, SIG_IGN);
 	if ((e.base = egressd_base_new()) == NULL)
@@ -468,6 +469,7 @@ main(int argc, char **argv)
 	    egressd_listen(&e, &o, shown, sizeof shown) == -1)
 		goto out;
 	e.pool = upstream_pool_new(&e);
+	e.scratch = evbuffer_new();
 	if (egressd_signal(&e, &e.ev_hup, SIGHUP, egressd_reload_cb) == -1 ||
 	    egressd_signal(&e, &e.ev_term, SIGTERM, egressd_term_cb) == -1 ||
 	    egressd_signal(&e, &e.ev_int, SIGINT, egressd_term_cb) == -1)
@@ -486,6 +488,8 @@ out:
 	conn_close_all(&e, "shutdown");
 	listener_free(e.proxy_lst);
 	upstream_pool_free(e.pool);
+	if (e.scratch)
+		evbuffer_free(e.scratch);
 	if (e.ev_hup)
 		event_free(e.ev_hup);
 	if (e.ev_term)

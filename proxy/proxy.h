@@ -184,6 +184,7 @@ struct egressd {
 	struct egressd_limits lim;
 	struct http_limits http;
 	struct upstream_pool *pool;
+	struct evbuffer *scratch; /* bytes on their way to a side, within one call */
 	int draining;
 };
 
@@ -228,6 +229,7 @@ struct conn_side {
 	struct conn_side *peer;
 	int eof;
 	int throttled; /* reading stopped for backpressure */
+	int plain;     /* a plain socket: relay_send may write to it directly */
 };
 
 /* One request and its response, from the first byte of the head on. */
@@ -286,6 +288,8 @@ void conn_exchange_done(struct conn *);
 #define RELAY_LOW_MARK  (64 * 1024)  /* resume below this */
 int relay_body_move(struct conn *, struct conn_body *, struct evbuffer *, struct evbuffer *, int);
 void relay_pump(struct conn *);
+void relay_send(struct conn_side *, const void *, size_t);
+void relay_send_buffer(struct conn_side *, struct evbuffer *);
 void relay_tunnel_eof(struct conn *, struct conn_side *);
 
 /* upstream.c */

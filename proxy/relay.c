@@ -6,6 +6,7 @@
  * write callback at RELAY_LOW_MARK.
  */
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -106,11 +107,49 @@ relay_throttle(struct conn_side *src, struct conn_side *dst)
 	}
 }
 
+/*
+ * Send bytes to a side. When nothing is queued for it, they are written to
+ * the socket at once and only what the kernel does not take is queued:
+ * queueing first would register the socket for writability and write on
+ * the next loop iteration, two epoll_ctl calls and a round of latency for
+ * every response. Only plain sockets: TLS goes through its bufferevent.
+ */
+void
+relay_send_buffer(struct conn_side *s, struct evbuffer *src)
+{
+	struct evbuffer *out = bufferevent_get_output(s->bev);
+	size_t n = evbuffer_get_length(src);
+
+	if (n == 0)
+		return;
+	if (s->plain && evbuffer_get_length(out) == 0)
+		(void)evbuffer_write(src, bufferevent_getfd(s->bev));
+	/* Whatever is left, an error included, goes through the bufferevent. */
+	evbuffer_add_buffer(out, src);
+}
+
+void
+relay_send(struct conn_side *s, const void *data, size_t len)
+{
+	struct evbuffer *out = bufferevent_get_output(s->bev);
+	ssize_t w = 0;
+
+	if (len == 0)
+		return;
+	if (s->plain && evbuffer_get_length(out) == 0) {
+		w = write(bufferevent_getfd(s->bev), data, len);
+		if (w < 0)
+			w = 0;
+	}
+	if ((size_t)w < len)
+		evbuffer_add(out, (const char *)data + w, len - (size_t)w);
+}
+
 /* Move what can be moved in the current state, both directions. */
 void
 relay_pump(struct conn *c)
 {
-	struct evbuffer *cin, *uin, *cout, *uout;
+	struct evbuffer *cin, *uin;
 	struct bufferevent *cb = c->client.bev, *ub = c->up.bev;
 
 	if (c->state == CONN_TUNNEL) {
@@ -118,8 +157,8 @@ relay_pump(struct conn *c)
 		uin = bufferevent_get_input(ub);
 		c->x->req_body.bytes += (int64_t)evbuffer_get_length(cin);
 		c->x->resp_body.bytes += (int64_t)evbuffer_get_length(uin);
-		evbuffer_add_buffer(bufferevent_get_output(ub), cin);
-		evbuffer_add_buffer(bufferevent_get_output(cb), uin);
+		relay_send_buffer(&c->up, cin);
+		relay_send_buffer(&c->client, uin);
 		relay_throttle(&c->client, &c->up);
 		relay_throttle(&c->up, &c->client);
 		return;
@@ -127,11 +166,13 @@ relay_pump(struct conn *c)
 	if (c->state != CONN_EXCHANGE)
 		return;
 	cin = bufferevent_get_input(cb);
-	uout = bufferevent_get_output(ub);
-	if (!c->x->req_body.done &&
-	    relay_body_move(c, &c->x->req_body, cin, uout, c->client.eof) == -1) {
-		conn_error(c, 400, "Bad Request", "malformed chunked request body");
-		return;
+	if (!c->x->req_body.done) {
+		if (relay_body_move(c, &c->x->req_body, cin, c->e->scratch, c->client.eof) == -1) {
+			evbuffer_drain(c->e->scratch, evbuffer_get_length(c->e->scratch));
+			conn_error(c, 400, "Bad Request", "malformed chunked request body");
+			return;
+		}
+		relay_send_buffer(&c->up, c->e->scratch);
 	}
 	if (!c->x->req_body.done && c->client.eof) {
 		conn_close(c, "client closed during the request body");
@@ -146,11 +187,13 @@ relay_pump(struct conn *c)
 	if (!c->x->resp_parsed)
 		return;
 	uin = bufferevent_get_input(ub);
-	cout = bufferevent_get_output(cb);
-	if (!c->x->resp_body.done &&
-	    relay_body_move(c, &c->x->resp_body, uin, cout, c->up.eof) == -1) {
-		conn_close(c, "malformed chunked response body");
-		return;
+	if (!c->x->resp_body.done) {
+		if (relay_body_move(c, &c->x->resp_body, uin, c->e->scratch, c->up.eof) == -1) {
+			evbuffer_drain(c->e->scratch, evbuffer_get_length(c->e->scratch));
+			conn_close(c, "malformed chunked response body");
+			return;
+		}
+		relay_send_buffer(&c->client, c->e->scratch);
 	}
 	if (!c->x->resp_body.done && c->up.eof) {
 		c->x->error = "upstream closed during the response body";

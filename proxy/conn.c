@@ -525,15 +525,14 @@ conn_read_response(struct conn *c)
 	}
 	if (!(flags & HTTP_SER_KEEP_ALIVE) || out == HTTP_BODY_CLOSE)
 		c->flags |= CONN_F_CLIENT_CLOSE;
-	relay_send(&c->client, head.data, head.len);
-	buf_free(&head);
 	c->flags |= CONN_F_RESP_STARTED;
 	memset(&c->x->resp_body, 0, sizeof c->x->resp_body);
 	c->x->resp_body.in = c->x->resp.body;
 	c->x->resp_body.out = out;
 	c->x->resp_body.left = c->x->resp.body == HTTP_BODY_LENGTH ? c->x->resp.length : 0;
 	chunked_init(&c->x->resp_body.dec, &c->e->http);
-	relay_pump(c);
+	relay_pump_head(c, head.data, head.len);
+	buf_free(&head);
 }
 
 /* A finished exchange: audit it, pool the upstream, wait for the next request. */
@@ -730,7 +729,12 @@ conn_attach_upstream(struct conn *c, struct upstream *u)
 	c->up.plain = 1;
 	bufferevent_setcb(u->bev, conn_up_read_cb, conn_up_write_cb, conn_event_cb, &c->up);
 	bufferevent_setwatermark(u->bev, EV_WRITE, RELAY_LOW_MARK, 0);
-	bufferevent_enable(u->bev, EV_READ | EV_WRITE);
+	/*
+	 * Writing is enabled on a socket bufferevent from its creation;
+	 * enabling it again would register the socket for writability (and
+	 * unregister it after) for every request a pooled upstream carries.
+	 */
+	bufferevent_enable(u->bev, EV_READ);
 }
 
 /* Send the request head and what is already here of its body. */

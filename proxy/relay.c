@@ -145,9 +145,13 @@ relay_send(struct conn_side *s, const void *data, size_t len)
 		evbuffer_add(out, (const char *)data + w, len - (size_t)w);
 }
 
-/* Move what can be moved in the current state, both directions. */
+/*
+ * Move what can be moved in the current state, both directions. A
+ * response head (head, len) goes out in the same write as the first body
+ * bytes: one segment, one system call.
+ */
 void
-relay_pump(struct conn *c)
+relay_pump_head(struct conn *c, const void *head, size_t len)
 {
 	struct evbuffer *cin, *uin;
 	struct bufferevent *cb = c->client.bev, *ub = c->up.bev;
@@ -187,14 +191,15 @@ relay_pump(struct conn *c)
 	if (!c->x->resp_parsed)
 		return;
 	uin = bufferevent_get_input(ub);
-	if (!c->x->resp_body.done) {
-		if (relay_body_move(c, &c->x->resp_body, uin, c->e->scratch, c->up.eof) == -1) {
-			evbuffer_drain(c->e->scratch, evbuffer_get_length(c->e->scratch));
-			conn_close(c, "malformed chunked response body");
-			return;
-		}
-		relay_send_buffer(&c->client, c->e->scratch);
+	if (len > 0)
+		evbuffer_add(c->e->scratch, head, len);
+	if (!c->x->resp_body.done &&
+	    relay_body_move(c, &c->x->resp_body, uin, c->e->scratch, c->up.eof) == -1) {
+		evbuffer_drain(c->e->scratch, evbuffer_get_length(c->e->scratch));
+		conn_close(c, "malformed chunked response body");
+		return;
 	}
+	relay_send_buffer(&c->client, c->e->scratch);
 	if (!c->x->resp_body.done && c->up.eof) {
 		c->x->error = "upstream closed during the response body";
 		conn_flush_close(c);
@@ -217,4 +222,10 @@ relay_tunnel_eof(struct conn *c, struct conn_side *s)
 	}
 	if (evbuffer_get_length(bufferevent_get_output(s->peer->bev)) == 0)
 		shutdown(bufferevent_getfd(s->peer->bev), SHUT_WR);
+}
+
+void
+relay_pump(struct conn *c)
+{
+	relay_pump_head(c, NULL, 0);
 }

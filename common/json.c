@@ -10,9 +10,12 @@
 
 #include "common.h"
 
-/* Length of the well-formed UTF-8 sequence at p, or 0 if it is not one. */
-static size_t
-utf8_seq_len(const unsigned char *p, size_t left)
+/*
+ * Length of the well-formed UTF-8 sequence at p (RFC 3629: no overlongs,
+ * surrogates or code points past U+10FFFF), or 0 if it is not one.
+ */
+size_t
+utf8_len(const unsigned char *p, size_t left)
 {
 	unsigned char c = p[0];
 	size_t n, i;
@@ -90,7 +93,7 @@ json_escape(struct buf *b, const char *s, size_t len)
 				buf_add(b, esc, 6);
 				break;
 			}
-			if ((n = utf8_seq_len(p + i, len - i)) == 0) {
+			if ((n = utf8_len(p + i, len - i)) == 0) {
 				buf_add(b, "\\ufffd", 6);
 				break;
 			}
@@ -110,4 +113,17 @@ json_escape_str(struct buf *b, const char *s)
 		buf_adds(b, "null");
 	else
 		json_escape(b, s, strlen(s));
+}
+
+/* The value of a hexadecimal digit, or -1. */
+int
+hex_value(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
 }

@@ -90,51 +90,6 @@ graphql_is_name_char(int c)
 	return graphql_is_name_start(c) || (c >= '0' && c <= '9');
 }
 
-int
-graphql_hexval(int c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
-/* Length of the well-formed UTF-8 sequence at p, or 0 (RFC 3629). */
-static size_t
-graphql_utf8_len(const unsigned char *p, const unsigned char *end)
-{
-	size_t n, i;
-	uint32_t cp;
-
-	if (p[0] < 0x80)
-		return 1;
-	if (p[0] >= 0xc2 && p[0] <= 0xdf) {
-		n = 2;
-		cp = p[0] & 0x1f;
-	} else if (p[0] >= 0xe0 && p[0] <= 0xef) {
-		n = 3;
-		cp = p[0] & 0x0f;
-	} else if (p[0] >= 0xf0 && p[0] <= 0xf4) {
-		n = 4;
-		cp = p[0] & 0x07;
-	} else
-		return 0;
-	if ((size_t)(end - p) < n)
-		return 0;
-	for (i = 1; i < n; i++) {
-		if ((p[i] & 0xc0) != 0x80)
-			return 0;
-		cp = (cp << 6) | (p[i] & 0x3f);
-	}
-	if ((n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) || cp > 0x10ffff ||
-	    (cp >= 0xd800 && cp <= 0xdfff))
-		return 0;
-	return n;
-}
-
 /*
  * Length of one source character inside a string or comment, or 0 when it
  * is a control character or not valid UTF-8: the spec's source text is
@@ -145,7 +100,7 @@ graphql_source_char(const unsigned char *p, const unsigned char *end)
 {
 	if (*p < 0x20 && *p != '\t')
 		return 0;
-	return graphql_utf8_len(p, end);
+	return utf8_len(p, (size_t)(end - p));
 }
 
 /* Skips ignored tokens; with strict unset, comments are not checked. */
@@ -190,7 +145,7 @@ graphql_lex_escape(const unsigned char **pp, const unsigned char *end)
 		return "parse error: invalid escape in string";
 	if (p < end && *p == '{') {
 		for (i = 0, p++; p < end && *p != '}'; p++, i++) {
-			if ((v = graphql_hexval(*p)) == -1 || i >= 8)
+			if ((v = hex_value(*p)) == -1 || i >= 8)
 				return "parse error: invalid escape in string";
 			cp = (cp << 4) | (uint32_t)v;
 		}
@@ -200,7 +155,7 @@ graphql_lex_escape(const unsigned char **pp, const unsigned char *end)
 		return NULL;
 	}
 	for (i = 0; i < 4; i++, p++) {
-		if (p >= end || graphql_hexval(*p) == -1)
+		if (p >= end || hex_value(*p) == -1)
 			return "parse error: invalid escape in string";
 	}
 	*pp = p;

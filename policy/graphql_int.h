@@ -11,7 +11,6 @@
 void graphql_result_set(struct gql_result *, enum gql_op, const char *);
 void graphql_merge(struct gql_result *, const struct gql_result *);
 int graphql_is_name_char(int);
-int graphql_hexval(int);
 int graphql_looks_like(const char *, size_t);
 
 #endif

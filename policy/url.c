@@ -37,18 +37,6 @@ url_is_digit(char c)
 	return c >= '0' && c <= '9';
 }
 
-static int
-url_hex(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* Characters that end the authority of a special URL. */
 static int
 url_ends_authority(char c)
@@ -161,8 +149,8 @@ url_parse_host(const char *p, size_t len, struct host *host)
 		return host_parse(p, len, host);
 	dec = xmalloc(len + 1);
 	for (i = 0; i < len; i++) {
-		if (p[i] == '%' && i + 2 < len && (hi = url_hex(p[i + 1])) != -1 &&
-		    (lo = url_hex(p[i + 2])) != -1) {
+		if (p[i] == '%' && i + 2 < len && (hi = hex_value((unsigned char)p[i + 1])) != -1 &&
+		    (lo = hex_value((unsigned char)p[i + 2])) != -1) {
 			dec[n++] = (char)(hi << 4 | lo);
 			i += 2;
 		} else

@@ -37,18 +37,6 @@ chunked_tchar(unsigned char c)
 	return c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL;
 }
 
-static int
-chunked_hex(unsigned char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 void
 chunked_init(struct chunked *dec, const struct http_limits *lim)
 {
@@ -81,7 +69,7 @@ chunked_size_byte(struct chunked *dec, unsigned char c)
 		return chunked_fail(dec, "chunk size line too long");
 	switch (dec->state) {
 	case CH_SIZE:
-		if ((v = chunked_hex(c)) != -1) {
+		if ((v = hex_value(c)) != -1) {
 			if (++dec->digits > 16)
 				return chunked_fail(dec, "chunk size too long");
 			if (dec->size > (HTTP_LENGTH_MAX - (uint64_t)v) / 16)

@@ -40,7 +40,13 @@ struct audit {
 	EVP_MD *md;
 	EVP_MD_CTX *ctx;
 	struct buf line;
+	struct buf pending;     /* batched lines not written yet */
+	void (*wakeup)(void *); /* batching on: lines are pending */
+	void *wakeup_arg;
 };
+
+/* A batch past this size is written at once, whatever the caller's rhythm. */
+#define AUDIT_BATCH_MAX (256 * 1024)
 
 /* Where the last line of a file lies. */
 struct audit_tail {
@@ -316,6 +322,7 @@ audit_discard(struct audit *a)
 	EVP_MD_CTX_free(a->ctx);
 	EVP_MD_free(a->md);
 	buf_free(&a->line);
+	buf_free(&a->pending);
 	free(a);
 }
 
@@ -535,17 +542,52 @@ audit_build(struct audit *a, const struct audit_event *ev)
 }
 
 /*
- * Write one event as one line with one write(2). A short write is never
+ * Write bytes of whole lines with one write(2). A short write is never
  * completed by a second write, which another writer's line could split;
- * the torn bytes stay, the next line starts after a newline and chains from
- * them. seq counts attempts, so a line that failed leaves a gap.
+ * the torn bytes stay and the next line starts after a newline. When the
+ * write tore line [start, end) of buf, the chain continues from the bytes
+ * of it that landed, so a verifier reports exactly that line.
+ */
+static int
+audit_put(struct audit *a, const char *data, size_t len, size_t last_start)
+{
+	ssize_t n;
+
+	do
+		n = write(a->fd, data, len);
+	while (n == -1 && errno == EINTR);
+	if (n == -1) {
+		log_warn("audit: cannot write line %" PRIu64, a->seq);
+		return -1;
+	}
+	a->flags &= ~AUDIT_F_TORN;
+	if ((size_t)n == len)
+		return 0;
+	log_warnx("audit: short write before line %" PRIu64 " (%zd of %zu bytes)", a->seq, n, len);
+	if (n > 0 && data[n - 1] != '\n')
+		a->flags |= AUDIT_F_TORN;
+	if ((size_t)n > last_start) {
+		audit_hash_begin(a);
+		audit_hash_update(a, data + last_start, (size_t)n - last_start);
+		audit_hash_end(a);
+	}
+	return -1;
+}
+
+/*
+ * Record one event as one line. Unbatched, it is written at once with
+ * one write(2). Batched (audit_set_batch), it joins the pending lines and
+ * the owner's wakeup runs so that audit_flush writes them all with one
+ * write(2) soon after: several whole lines per write, never part of one.
+ * The chain advances as each line is made. seq counts attempts, so a line
+ * that failed leaves a gap.
  */
 int
 audit_write(struct audit *a, const struct audit_event *ev)
 {
 	struct buf *b = &a->line;
 	size_t start, end;
-	ssize_t n;
+	int rc;
 
 	if (ev->event == NULL) {
 		log_warnx("audit: an event without a type was not written");
@@ -553,37 +595,61 @@ audit_write(struct audit *a, const struct audit_event *ev)
 	}
 	a->seq++;
 	buf_reset(b);
-	if (a->flags & AUDIT_F_TORN)
+	if ((a->flags & AUDIT_F_TORN) && (a->wakeup == NULL || a->pending.len == 0))
 		buf_addc(b, '\n');
 	start = b->len;
 	audit_build(a, ev);
 	end = b->len;
 	buf_addc(b, '\n');
+	if (a->wakeup != NULL) {
+		audit_hash_begin(a);
+		audit_hash_update(a, b->data + start, end - start);
+		audit_hash_end(a);
+		if (a->pending.len == 0)
+			a->wakeup(a->wakeup_arg);
+		buf_add(&a->pending, b->data, b->len);
+		return a->pending.len > AUDIT_BATCH_MAX ? audit_flush(a) : 0;
+	}
+	if ((rc = audit_put(a, b->data, b->len, start)) == 0) {
+		audit_hash_begin(a);
+		audit_hash_update(a, b->data + start, end - start);
+		audit_hash_end(a);
+	}
+	return rc;
+}
 
-	do
-		n = write(a->fd, b->data, b->len);
-	while (n == -1 && errno == EINTR);
-	if (n == -1) {
-		log_warn("audit: cannot write line %" PRIu64, a->seq);
-		return -1;
-	}
-	if ((size_t)n != b->len) {
-		log_warnx("audit: short write of line %" PRIu64 " (%zd of %zu bytes)", a->seq, n,
-		          b->len);
-		a->flags &= ~AUDIT_F_TORN;
-		if ((size_t)n > start) {
-			audit_hash_begin(a);
-			audit_hash_update(a, b->data + start, (size_t)n - start);
-			audit_hash_end(a);
-			a->flags |= AUDIT_F_TORN;
-		}
-		return -1;
-	}
-	a->flags &= ~AUDIT_F_TORN;
-	audit_hash_begin(a);
-	audit_hash_update(a, b->data + start, end - start);
-	audit_hash_end(a);
-	return 0;
+/*
+ * Batch lines: wakeup(arg) runs when a line is recorded while none is
+ * pending; the owner then calls audit_flush, typically once per turn of
+ * its event loop. NULL turns batching off (after a flush).
+ */
+void
+audit_set_batch(struct audit *a, void (*wakeup)(void *), void *arg)
+{
+	if (wakeup == NULL)
+		(void)audit_flush(a);
+	a->wakeup = wakeup;
+	a->wakeup_arg = arg;
+}
+
+/* Write the pending lines with one write(2). */
+int
+audit_flush(struct audit *a)
+{
+	const char *last;
+	size_t start;
+	int rc;
+
+	if (a == NULL || a->pending.len == 0)
+		return 0;
+	/* Where the last line starts, for a torn write's chain. */
+	for (last = a->pending.data + a->pending.len - 1;
+	     last > a->pending.data && last[-1] != '\n'; last--)
+		;
+	start = (size_t)(last - a->pending.data);
+	rc = audit_put(a, a->pending.data, a->pending.len, start);
+	buf_reset(&a->pending);
+	return rc;
 }
 
 /* Flush a regular file to disk and release the writer. */
@@ -592,6 +658,7 @@ audit_close(struct audit *a)
 {
 	if (a == NULL)
 		return;
+	(void)audit_flush(a);
 	if ((a->flags & AUDIT_F_REGULAR) && fsync(a->fd) == -1)
 		log_warn("audit: fsync");
 	if ((a->flags & AUDIT_F_CLOSE) && close(a->fd) == -1)

@@ -143,6 +143,8 @@ void audit_event_init(struct audit_event *);
 struct audit *audit_open(const char *, char *, size_t);
 struct audit *audit_open_fd(int, char *, size_t);
 int audit_write(struct audit *, const struct audit_event *);
+void audit_set_batch(struct audit *, void (*)(void *), void *);
+int audit_flush(struct audit *);
 void audit_close(struct audit *);
 
 /* config.c */

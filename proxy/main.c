@@ -424,6 +424,27 @@ egressd_trim_cb(evutil_socket_t fd, short what, void *arg)
 }
 
 /*
+ * Audit lines made while handling one batch of events are written together,
+ * with one write(2), once the loop has run every event that was ready:
+ * the lowest-priority event runs only when nothing else is active.
+ */
+static void
+egressd_audit_flush_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct egressd *e = arg;
+
+	(void)audit_flush(e->audit);
+}
+
+static void
+egressd_audit_wakeup(void *arg)
+{
+	struct egressd *e = arg;
+
+	event_active(e->ev_audit, EV_TIMEOUT, 0);
+}
+
+/*
  * epoll with a changelist: enabling and disabling an event within one
  * loop iteration costs one epoll_ctl, or none, instead of one each.
  * egressd never dup()s a socket, the case the changelist gets wrong.
@@ -439,6 +460,11 @@ egressd_base_new(void)
 	event_config_set_flag(cfg, EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST);
 	base = event_base_new_with_config(cfg);
 	event_config_free(cfg);
+	/* Events run at priority 1; the audit flush at 2, after them. */
+	if (base != NULL && event_base_priority_init(base, 3) == -1) {
+		event_base_free(base);
+		return NULL;
+	}
 	return base;
 }
 
@@ -475,6 +501,9 @@ main(int argc, char **argv)
 	    egressd_signal(&e, &e.ev_int, SIGINT, egressd_term_cb) == -1)
 		fatalx("cannot install signal handlers");
 
+	e.ev_audit = event_new(e.base, -1, 0, egressd_audit_flush_cb, &e);
+	event_priority_set(e.ev_audit, 2);
+	audit_set_batch(e.audit, egressd_audit_wakeup, &e);
 	e.ev_trim = event_new(e.base, -1, EV_PERSIST, egressd_trim_cb, &e);
 	event_add(e.ev_trim, &(struct timeval){1, 0});
 	egressd_print_usage_lines(shown);
@@ -500,6 +529,10 @@ out:
 		event_free(e.ev_grace);
 	if (e.ev_trim)
 		event_free(e.ev_trim);
+	if (e.audit != NULL)
+		audit_set_batch(e.audit, NULL, NULL);
+	if (e.ev_audit)
+		event_free(e.ev_audit);
 	if (e.dns)
 		evdns_base_free(e.dns, 0);
 	audit_close(e.audit);

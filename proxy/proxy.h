@@ -178,6 +178,7 @@ struct egressd {
 	struct event *ev_int;
 	struct event *ev_grace;
 	struct event *ev_trim;
+	struct event *ev_audit; /* writes the batched audit lines */
 	TAILQ_HEAD(, conn) conns;
 	unsigned nconns;
 	uint64_t conn_seq;

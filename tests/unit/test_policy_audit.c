@@ -631,6 +631,58 @@ test_chain_and_seq(void **state)
 	lines_free(&l);
 }
 
+static int wakeups;
+
+static void
+count_wakeup(void *arg)
+{
+	(void)arg;
+	wakeups++;
+}
+
+/* Batched: nothing reaches the file before a flush, then every line does. */
+static void
+test_batch(void **state)
+{
+	struct audit *a;
+	struct lines l;
+	struct stat st;
+	int i;
+
+	wakeups = 0;
+	a = open_ok(tpath("batch.jsonl"));
+	audit_set_batch(a, count_wakeup, NULL);
+	for (i = 0; i < 3; i++)
+		write_simple(a, "example.com");
+	assert_int_equal(wakeups, 1); /* once, when the first line became pending */
+	assert_int_equal(stat(tpath("batch.jsonl"), &st), 0);
+	assert_int_equal(st.st_size, 0);
+	assert_int_equal(audit_flush(a), 0);
+	read_lines(tpath("batch.jsonl"), &l);
+	assert_int_equal(l.n, 3);
+	lines_free(&l);
+	/* A new batch wakes its owner again; close writes what is pending. */
+	write_simple(a, "example.org");
+	write_simple(a, "example.net");
+	assert_int_equal(wakeups, 2);
+	audit_close(a);
+	read_lines(tpath("batch.jsonl"), &l);
+	assert_int_equal(l.n, 5);
+	assert_chain(&l, 5);
+	lines_free(&l);
+	/* Turning batching off flushes, then each line is written at once. */
+	a = open_ok(tpath("batch.jsonl"));
+	audit_set_batch(a, count_wakeup, NULL);
+	write_simple(a, "example.com");
+	audit_set_batch(a, NULL, NULL);
+	write_simple(a, "example.com");
+	read_lines(tpath("batch.jsonl"), &l);
+	assert_int_equal(l.n, 7);
+	assert_chain(&l, 7);
+	lines_free(&l);
+	audit_close(a);
+}
+
 static void
 test_reopen_continues(void **state)
 {
@@ -1083,7 +1135,7 @@ main(void)
 	    cmocka_unit_test(test_oversize_tail),  cmocka_unit_test(test_file_mode),
 	    cmocka_unit_test(test_refused_paths),  cmocka_unit_test(test_stdout_pipe),
 	    cmocka_unit_test(test_open_fd_file),   cmocka_unit_test(test_short_write),
-	    cmocka_unit_test(test_concurrent),
+	    cmocka_unit_test(test_concurrent),     cmocka_unit_test(test_batch),
 	};
 
 	log_init("test_policy_audit", LOG_LVL_ERR);

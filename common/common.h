@@ -22,6 +22,8 @@ void *xreallocarray(void *, size_t, size_t);
 char *xstrdup(const char *);
 char *xstrndup(const char *, size_t);
 char *xasprintf(const char *, ...) EG_PRINTF(1, 2);
+size_t str_copy(char *, size_t, const char *);
+size_t str_u64(char *, uint64_t);
 
 /* log.c */
 enum log_level {

@@ -475,13 +475,11 @@ static void
 audit_add_num(struct buf *b, const char *key, int64_t v)
 {
 	char num[24];
-	int n;
 
 	if (v < 0)
 		return;
 	audit_add_key(b, key);
-	n = snprintf(num, sizeof num, "%" PRId64, v);
-	buf_add(b, num, (size_t)n);
+	buf_add(b, num, str_u64(num, (uint64_t)v));
 }
 
 static void

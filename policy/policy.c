@@ -20,22 +20,31 @@ struct policy {
 	char *warnings;
 };
 
+/* "file:line", or "builtin" without a file; out has room for a line number. */
+static void
+policy_source(const char *file, unsigned line, char *out, size_t len)
+{
+	size_t n;
+
+	if (file == NULL) {
+		str_copy(out, len, "builtin");
+		return;
+	}
+	n = str_copy(out, len - 22, file);
+	out[n++] = ':';
+	str_u64(out + n, line);
+}
+
 static void
 policy_loc_format(const struct cfg_loc *loc, char *out, size_t len)
 {
-	if (loc->file == NULL)
-		snprintf(out, len, "builtin");
-	else
-		snprintf(out, len, "%s:%u", loc->file, loc->line);
+	policy_source(loc->file, loc->line, out, len);
 }
 
 static void
 policy_match_source(const struct domain_match *m, char *out, size_t len)
 {
-	if (m->file == NULL)
-		snprintf(out, len, "builtin");
-	else
-		snprintf(out, len, "%s:%u", m->file, m->line);
+	policy_source(m->file, m->line, out, len);
 }
 
 /* Compile one config host list into a matcher; errors name the entry. */
@@ -234,7 +243,7 @@ static void
 decision_set(struct decision *d, enum policy_action action, const char *rule, const char *list)
 {
 	d->action = action;
-	snprintf(d->rule, sizeof d->rule, "%s", rule);
+	str_copy(d->rule, sizeof d->rule, rule);
 	d->list = list;
 }
 
@@ -437,10 +446,10 @@ policy_check_addr(const struct policy *p, const struct addr *addr, struct decisi
 	if (d->action == ACTION_BLOCK)
 		return;
 	addr_unmap(addr, &a);
-	addr_format(&a, text, sizeof text);
-	addr_allowed = domain_set_match_addr(p->allow, &a, &m);
+	addr_allowed = domain_set_match_addr(p->allow, &a, NULL);
 	if (!addr_allowed && !d->name_allowlisted && domain_set_match_addr(p->block, &a, &m)) {
 		decision_from_match(d, ACTION_BLOCK, &m, "blocklist");
+		addr_format(&a, text, sizeof text);
 		snprintf(d->reason, sizeof d->reason, "destination address %s is on the blocklist",
 		         text);
 		return;
@@ -450,7 +459,8 @@ policy_check_addr(const struct policy *p, const struct addr *addr, struct decisi
 	if (d->name_exact_allow && !addr_is_metadata(&a))
 		return;
 	decision_set(d, ACTION_BLOCK, "private-address", "address");
-	snprintf(d->source, sizeof d->source, "builtin");
+	str_copy(d->source, sizeof d->source, "builtin");
+	addr_format(&a, text, sizeof text);
 	if (addr_is_metadata(&a))
 		snprintf(d->reason, sizeof d->reason,
 		         "destination %s is a cloud metadata address; only an allowlist address "

@@ -713,14 +713,19 @@ http_parse_response(const char *data, size_t len, const struct http_limits *lim,
 
 /* Whether a field is left out of a re-serialised head. */
 static int
-http_dropped(const struct http_msg *msg, const char *name)
+http_dropped(const struct http_msg *msg, const char *name, int has_connection)
 {
 	size_t i;
 
-	for (i = 0; i < EG_NELEM(http_restated); i++) {
-		if (strcasecmp(name, http_restated[i]) == 0)
-			return 1;
+	/* Every restated name starts with one of these: most fields skip the loop. */
+	if (name[0] != '\0' && strchr("CcKkPpTtUuHhVv", name[0]) != NULL) {
+		for (i = 0; i < EG_NELEM(http_restated); i++) {
+			if (strcasecmp(name, http_restated[i]) == 0)
+				return 1;
+		}
 	}
+	if (!has_connection)
+		return 0;
 	for (i = 0; i < msg->nheaders; i++) {
 		if (strcasecmp(msg->headers[i].name, "Connection") == 0 &&
 		    http_list_has(msg->headers[i].value, name))
@@ -737,11 +742,12 @@ static void
 http_add_fields(const struct http_msg *msg, int upgrade, struct buf *out)
 {
 	const struct http_header *h;
+	int has_connection = http_msg_header(msg, "Connection") != NULL;
 	size_t i;
 
 	for (i = 0; i < msg->nheaders; i++) {
 		h = &msg->headers[i];
-		if (http_dropped(msg, h->name))
+		if (http_dropped(msg, h->name, has_connection))
 			continue;
 		/* RFC 9110 §10.1.1: an HTTP/1.0 expectation is ignored. */
 		if (msg->version == 10 && strcasecmp(h->name, "Expect") == 0)

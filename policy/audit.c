@@ -41,6 +41,8 @@ struct audit {
 	EVP_MD_CTX *ctx;
 	struct buf line;
 	struct buf pending;     /* batched lines not written yet */
+	time_t ts_sec;          /* the second ts_text was made for */
+	char ts_text[32];       /* its RFC 3339 text, milliseconds left as .000 */
 	void (*wakeup)(void *); /* batching on: lines are pending */
 	void *wakeup_arg;
 };
@@ -499,6 +501,26 @@ audit_add_graphql(struct buf *b, const struct gql_result *g)
 	buf_addc(b, '}');
 }
 
+/*
+ * The event's time: the date and time of day are formatted once a second,
+ * only the milliseconds for each line.
+ */
+static void
+audit_ts(struct audit *a, const struct timespec *now, char ts[32])
+{
+	long ms = (now->tv_nsec / 1000000) % 1000;
+
+	if (a->ts_text[0] == '\0' || now->tv_sec != a->ts_sec) {
+		time_rfc3339_ms(&(struct timespec){now->tv_sec, 0}, a->ts_text);
+		a->ts_sec = now->tv_sec;
+	}
+	memcpy(ts, a->ts_text, 32);
+	/* "...:SS.mmmZ": the three digits before the final Z. */
+	ts[20] = (char)('0' + ms / 100);
+	ts[21] = (char)('0' + ms / 10 % 10);
+	ts[22] = (char)('0' + ms % 10);
+}
+
 /* Build the JSON object of one event into a->line, without a newline. */
 static void
 audit_build(struct audit *a, const struct audit_event *ev)
@@ -508,9 +530,14 @@ audit_build(struct audit *a, const struct audit_event *ev)
 	char ts[32];
 	int truncated = 0;
 
+	char num[24];
+
 	clock_gettime(CLOCK_REALTIME, &now);
-	time_rfc3339_ms(&now, ts);
-	buf_printf(b, "{\"v\":1,\"ts\":\"%s\",\"seq\":%" PRIu64, ts, a->seq);
+	audit_ts(a, &now, ts);
+	buf_adds(b, "{\"v\":1,\"ts\":\"");
+	buf_adds(b, ts);
+	buf_adds(b, "\",\"seq\":");
+	buf_add(b, num, str_u64(num, a->seq));
 	audit_add_cstr(b, "event", ev->event, &truncated);
 	audit_add_cstr(b, "action", ev->action, &truncated);
 	audit_add_cstr(b, "rule", ev->rule, &truncated);
@@ -536,7 +563,9 @@ audit_build(struct audit *a, const struct audit_event *ev)
 	audit_add_cstr(b, "error", ev->error, &truncated);
 	if (truncated)
 		buf_adds(b, ",\"truncated\":true");
-	buf_printf(b, ",\"prev\":\"%s\"}", a->prev);
+	buf_adds(b, ",\"prev\":\"");
+	buf_adds(b, a->prev);
+	buf_add(b, "\"}", 2);
 }
 
 /*

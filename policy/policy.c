@@ -239,6 +239,15 @@ policy_mode_note(enum policy_mode m)
 	return "off mode: nothing leaves the sandbox";
 }
 
+/* reason = subject + text, without a format parse on the common paths. */
+static void
+policy_reason(struct decision *d, const char *subject, const char *text)
+{
+	size_t n = str_copy(d->reason, sizeof d->reason, subject);
+
+	str_copy(d->reason + n, sizeof d->reason - n, text);
+}
+
 static void
 decision_set(struct decision *d, enum policy_action action, const char *rule, const char *list)
 {
@@ -332,7 +341,7 @@ policy_decide_request(const struct policy *p, const struct policy_request *req, 
 	if ((mi = policy_find_method(cfg, req->method)) != NULL) {
 		decision_set(d, ACTION_ALLOW, "allow-methods", "methods");
 		policy_loc_format(&mi->loc, d->source, sizeof d->source);
-		snprintf(d->reason, sizeof d->reason, "%s is an allowed method", req->method);
+		policy_reason(d, req->method, " is an allowed method");
 		return;
 	}
 	if (d->graphql_present && cfg->allow_graphql_queries) {
@@ -390,8 +399,7 @@ policy_decide(const struct policy *p, const struct policy_request *req, struct d
 		decision_from_match(d, ACTION_ALLOW, &m, "allowlist");
 		d->name_allowlisted = 1;
 		d->name_exact_allow = h->kind == HOST_NAME && m.kind == DOMAIN_EXACT;
-		snprintf(d->reason, sizeof d->reason, "%s is on the allowlist (all methods)",
-		         h->name);
+		policy_reason(d, h->name, " is on the allowlist (all methods)");
 		return;
 	}
 

@@ -776,6 +776,16 @@ http_add_fields(const struct http_msg *msg, int upgrade, struct buf *out)
 	buf_adds(out, "Connection: upgrade\r\n");
 }
 
+static void
+http_add_length(struct buf *out, uint64_t length)
+{
+	char num[24];
+
+	buf_adds(out, "Content-Length: ");
+	buf_add(out, num, str_u64(num, length));
+	buf_add(out, "\r\n", 2);
+}
+
 /*
  * Append the head to send upstream for a parsed request: target (NULL:
  * the request's path and query, or its target if it has no path) and host
@@ -798,12 +808,17 @@ http_request_serialize(const struct http_msg *msg, const char *target, const cha
 	if (msg->method == NULL || target == NULL || host == NULL || !http_visible(target) ||
 	    !http_visible(host))
 		return -1;
-	buf_printf(out, "%s %s HTTP/1.1\r\nHost: %s\r\n", msg->method, target, host);
+	buf_adds(out, msg->method);
+	buf_addc(out, ' ');
+	buf_adds(out, target);
+	buf_adds(out, " HTTP/1.1\r\nHost: ");
+	buf_adds(out, host);
+	buf_add(out, "\r\n", 2);
 	http_add_fields(msg, upgrade, out);
 	if (!upgrade && !(flags & HTTP_SER_KEEP_ALIVE))
 		buf_adds(out, "Connection: close\r\n");
 	if (msg->body == HTTP_BODY_LENGTH)
-		buf_printf(out, "Content-Length: %llu\r\n", (unsigned long long)msg->length);
+		http_add_length(out, msg->length);
 	else if (msg->body == HTTP_BODY_CHUNKED)
 		buf_adds(out, "Transfer-Encoding: chunked\r\n");
 	buf_adds(out, "\r\n");
@@ -833,7 +848,14 @@ http_response_serialize(const struct http_msg *msg, int client_version, int flag
 		return -1;
 	if (body == HTTP_BODY_CLOSE)
 		close = 1;
-	buf_printf(out, "HTTP/1.1 %03d %s\r\n", msg->status, msg->reason);
+	/* The status is three digits: the parser accepts nothing else. */
+	buf_adds(out, "HTTP/1.1 ");
+	buf_addc(out, (char)('0' + msg->status / 100 % 10));
+	buf_addc(out, (char)('0' + msg->status / 10 % 10));
+	buf_addc(out, (char)('0' + msg->status % 10));
+	buf_addc(out, ' ');
+	buf_adds(out, msg->reason);
+	buf_add(out, "\r\n", 2);
 	http_add_fields(msg, upgrade, out);
 	if (!upgrade && msg->status >= 200) {
 		if (close)
@@ -842,7 +864,7 @@ http_response_serialize(const struct http_msg *msg, int client_version, int flag
 			buf_adds(out, "Connection: keep-alive\r\n");
 	}
 	if (body == HTTP_BODY_LENGTH || (msg->flags & HTTP_F_HAS_LENGTH))
-		buf_printf(out, "Content-Length: %llu\r\n", (unsigned long long)msg->length);
+		http_add_length(out, msg->length);
 	else if (body == HTTP_BODY_CHUNKED)
 		buf_printf(out, "Transfer-Encoding: %s%schunked\r\n",
 		           msg->codings != NULL ? msg->codings : "",

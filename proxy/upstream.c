@@ -73,6 +73,16 @@ struct upstream_job {
 
 static int upstream_try_next(struct upstream_job *);
 
+/* "host:port", the pool's key; key has room for the longest name. */
+static void
+upstream_key(char key[HOST_NAME_MAXLEN + 8], const char *host, uint16_t port)
+{
+	size_t n = str_copy(key, HOST_NAME_MAXLEN + 1, host);
+
+	key[n++] = ':';
+	str_u64(key + n, port);
+}
+
 static void
 upstream_addr_to_sockaddr(const struct addr *a, uint16_t port, struct sockaddr_storage *ss,
                           socklen_t *len)
@@ -131,7 +141,7 @@ upstream_new(struct upstream_job *j, struct bufferevent *bev, const struct addr 
 	u->bev = bev;
 	u->addr = *a;
 	u->port = j->port;
-	snprintf(u->key, sizeof u->key, "%s:%u", j->host.name, j->port);
+	upstream_key(u->key, j->host.name, j->port);
 	return u;
 }
 
@@ -317,7 +327,7 @@ upstream_get(struct egressd *e, struct policy *p, const struct host *h, uint16_t
 	struct timeval tv = {e->lim.connect_timeout, 0};
 	char key[HOST_NAME_MAXLEN + 8], portstr[8];
 
-	snprintf(key, sizeof key, "%s:%u", h->name, port);
+	upstream_key(key, h->name, port);
 	memset(&r, 0, sizeof r);
 	r.decision = *d;
 	if (!(flags & UPSTREAM_F_FRESH) &&

@@ -376,6 +376,13 @@ policy_decide(const struct policy *p, const struct policy_request *req, struct d
 		graphql_classify_request(req->method, req->content_type, req->body, req->body_len,
 		                         req->body_truncated, req->query, &d->gql);
 		d->graphql_present = d->gql.op != GQL_NONE;
+		if (req->body_encoded && req->body_len > 0) {
+			/* Compressed bytes could hold anything a server inflates. */
+			d->gql.op = GQL_UNKNOWN;
+			d->gql.name[0] = '\0';
+			d->gql.reason = "body has a Content-Encoding and cannot be classified";
+			d->graphql_present = 1;
+		}
 	}
 
 	/*

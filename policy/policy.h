@@ -228,6 +228,7 @@ struct policy_request {
 	const char *body;
 	size_t body_len;
 	int body_truncated;
+	int body_encoded;  /* a Content-Encoding hides the body: not provably a query */
 	const char *query; /* raw query string without '?', or NULL */
 };
 struct decision {

@@ -289,23 +289,37 @@ conn_block(struct conn *c)
 	conn_exchange_done(c);
 }
 
+/*
+ * Whether the decision needs the request body: when the host lists and
+ * modes leave it to the method and GraphQL rules (step 4), any body may
+ * turn a read into a GraphQL mutation or a POST into an allowed query, so
+ * it is held (up to maxGraphqlBody) and classified whatever its type: a
+ * lenient server may read a form, a multipart body or untyped JSON.
+ */
 static int
-conn_body_needed(const struct conn *c)
+conn_body_needed(struct conn *c)
 {
-	const char *ct;
-	size_t n;
+	struct policy_request pr;
+	struct decision d;
 
 	if (c->x->req.body == HTTP_BODY_NONE ||
 	    (c->x->req.body == HTTP_BODY_LENGTH && c->x->req.length == 0))
 		return 0;
-	if ((ct = http_msg_header(&c->x->req, "Content-Type")) == NULL)
-		return 0;
-	n = strcspn(ct, "; \t");
-	if ((n == 16 && strncasecmp(ct, "application/json", 16) == 0) ||
-	    (n == 19 && strncasecmp(ct, "application/graphql", 19) == 0))
-		return 1;
-	/* Any +json media type: application/vnd.foo+json. */
-	return n > 5 && strncasecmp(ct + n - 5, "+json", 5) == 0;
+	memset(&pr, 0, sizeof pr);
+	pr.host = &c->x->host;
+	pr.method = c->x->req.method;
+	pr.query = c->x->query;
+	policy_decide(c->policy, &pr, &d);
+	return d.list != NULL && (strcmp(d.list, "methods") == 0 || strcmp(d.list, "graphql") == 0);
+}
+
+/* A Content-Encoding other than identity: the held bytes cannot be read. */
+static int
+conn_body_encoded(const struct conn *c)
+{
+	const char *ce = http_msg_header(&c->x->req, "Content-Encoding");
+
+	return ce != NULL && *ce != '\0' && strcasecmp(ce, "identity") != 0;
 }
 
 static void
@@ -327,6 +341,7 @@ conn_decide(struct conn *c)
 		pr.body = body ? body : "";
 		pr.body_len = len;
 		pr.body_truncated = c->x->held_truncated;
+		pr.body_encoded = conn_body_encoded(c);
 	}
 	policy_decide(c->policy, &pr, &c->x->decision);
 	if (c->x->host.kind == HOST_ADDR)

@@ -172,6 +172,29 @@ run "$POLICYCTL" explain --config "$P" --json --method POST --content-type appli
     --body "$T/m.json" "http://plain.test:$O/echo"
 expect_eq "$(jqf .action):$(jqf .rule)" "$GM" "explain = proxy for a GraphQL mutation"
 
+# --- a body can carry GraphQL whatever its type: GET with a form body, a
+# compressed body, and an untyped JSON body are held and classified ---
+before=$(origin_count 'select(.method == "GET" and .target == "/echo")')
+run pcurl -D "$T/h" -o "$T/b" -X GET -H 'Content-Type: application/x-www-form-urlencoded' \
+    --data-binary 'query=mutation%20%7B%20y%20%7D' "http://plain.test:$O/echo"
+expect_eq "$(status_of "$T/h")" 403 "GET with a form body holding a mutation is blocked"
+OUT=$(audit_last '.event == "http" and .method == "GET" and .path == "/echo"')
+expect_eq "$(jqf .rule):$(jqf .graphql.operation)" "graphql-mutation:mutation" "form-body mutation classified"
+printf '{"query":"{ x }"}' | gzip -c >"$T/q.json.gz"
+run pcurl -D "$T/h" -o "$T/b" -X GET -H 'Content-Type: application/json' \
+    -H 'Content-Encoding: gzip' --data-binary @"$T/q.json.gz" "http://plain.test:$O/echo"
+expect_eq "$(status_of "$T/h")" 403 "a compressed body cannot be proved a query"
+OUT=$(audit_last '.event == "http" and .method == "GET" and .path == "/echo"')
+expect_eq "$(jqf .rule)" "graphql-not-query" "compressed body audited as not provably a query"
+run pcurl -D "$T/h" -o "$T/b" -X GET -H 'Content-Type:' --data-binary @"$T/m.json" \
+    "http://plain.test:$O/echo"
+expect_eq "$(status_of "$T/h")" 403 "untyped JSON body holding a mutation is blocked"
+run pcurl -D "$T/h" -o "$T/b" -X GET -H 'Content-Type: text/plain' --data-binary 'hello' \
+    "http://plain.test:$O/echo"
+expect_eq "$(status_of "$T/h")" 200 "a GET with a plain body that is not GraphQL goes through"
+expect_eq "$(origin_count 'select(.method == "GET" and .target == "/echo")')" "$((before + 1))" \
+    "only the harmless GET reached the origin"
+
 # --- upstream refused: 502 with the error audited ---
 closed=$(free_port)
 run pcurl -D "$T/h" -o "$T/b" "http://127.0.0.1:$closed/x"

@@ -210,6 +210,25 @@ test_graphql(void **state)
 	assert_int_equal(d.gql.op, GQL_MUTATION);
 	assert_string_equal(d.gql.name, "CreateIssue");
 	assert_non_null(strstr(d.reason, "CreateIssue"));
+	/* A compressed body cannot be read: not provably a query. */
+	{
+		struct policy_request pr;
+		struct url u;
+
+		memset(&u, 0, sizeof u);
+		assert_null(url_parse("https://api.github.com/graphql", &u));
+		memset(&pr, 0, sizeof pr);
+		pr.host = &u.host;
+		pr.method = "GET";
+		pr.content_type = json;
+		pr.body = "\x1f\x8b";
+		pr.body_len = 2;
+		pr.body_encoded = 1;
+		policy_decide(p, &pr, &d);
+		assert_int_equal(d.action, ACTION_BLOCK);
+		assert_string_equal(d.rule, "graphql-not-query");
+		url_free(&u);
+	}
 	policy_unref(p);
 
 	noq = load_variant("noq.yaml", "allowGraphqlQueries: true", "allowGraphqlQueries: false");

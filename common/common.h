@@ -1,7 +1,7 @@
 /*
  * Helpers every module needs: allocation that aborts on exhaustion, the
  * diagnostic log, a growable byte buffer, JSON string escaping (with the
- * UTF-8 and hex digit checks other parsers share) and time.
+ * UTF-8, hex digit and HTTP token checks other parsers share) and time.
  */
 #ifndef COMMON_H
 #define COMMON_H
@@ -69,6 +69,8 @@ void json_escape(struct buf *, const char *, size_t);
 void json_escape_str(struct buf *, const char *);
 size_t utf8_len(const unsigned char *, size_t);
 int hex_value(int);
+int http_tchar(int);
+int http_token(const char *, size_t);
 
 /* timeutil.c */
 void time_rfc3339_ms(const struct timespec *, char[32]);

@@ -127,3 +127,24 @@ hex_value(int c)
 		return c - 'A' + 10;
 	return -1;
 }
+
+/* An RFC 9110 tchar: the characters of methods and header names. */
+int
+http_tchar(int c)
+{
+	if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))
+		return 1;
+	return c > 0 && c < 0x80 && strchr("!#$%&'*+-.^_`|~", c) != NULL;
+}
+
+/* Whether s[0..len) is a non-empty RFC 9110 token. */
+int
+http_token(const char *s, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		if (!http_tchar((unsigned char)s[i]))
+			return 0;
+	return len > 0;
+}

@@ -77,20 +77,6 @@ ctl_load(struct ctl *c, struct buf *errs)
 	return policy_new(cfg, errs);
 }
 
-static int
-method_valid(const char *m)
-{
-	static const char tchar[] = "!#$%&'*+-.^_`|~";
-
-	if (*m == '\0' || strlen(m) > 32)
-		return 0;
-	for (; *m != '\0'; m++)
-		if (!((*m >= 'a' && *m <= 'z') || (*m >= 'A' && *m <= 'Z') ||
-		      (*m >= '0' && *m <= '9') || strchr(tchar, *m) != NULL))
-			return 0;
-	return 1;
-}
-
 /* Read at most max bytes of path; *truncated says whether there was more. */
 static char *
 read_body(const char *path, size_t max, size_t *len, int *truncated)
@@ -286,7 +272,7 @@ cmd_explain(struct ctl *c, const char *input)
 
 	memset(&u, 0, sizeof u);
 	buf_init(&errs);
-	if (!method_valid(c->method)) {
+	if (strlen(c->method) > 32 || !http_token(c->method, strlen(c->method))) {
 		fprintf(stderr, "policyctl: invalid method \"%s\"\n", c->method);
 		goto out;
 	}

@@ -559,8 +559,6 @@ static void
 schema_store_methods(struct schema_state *st, const struct schema_key *k,
                      const struct cfg_node *seq, long long num)
 {
-	static const char tchar[] = "!#$%&'*+-.^_`|~0123456789"
-	                            "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 	struct cfg_list *l = schema_list(st, k);
 	const struct cfg_node *n;
 	struct buf b;
@@ -571,7 +569,7 @@ schema_store_methods(struct schema_state *st, const struct schema_key *k,
 		n = seq->kids[i];
 		if (schema_string(st, k->key, 1, n) == -1)
 			continue;
-		if (strspn(n->value, tchar) != n->len) {
+		if (!http_token(n->value, n->len)) {
 			config_error(st->ctx, &n->loc, "%s entry \"%s\": not an HTTP method token",
 			             k->key, schema_text(&b, n));
 			continue;

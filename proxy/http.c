@@ -42,14 +42,6 @@ static const char *const http_restated[] = {
 };
 
 static int
-http_tchar(unsigned char c)
-{
-	if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))
-		return 1;
-	return c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL;
-}
-
-static int
 http_ows(char c)
 {
 	return c == ' ' || c == '\t';

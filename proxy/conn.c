@@ -485,71 +485,6 @@ conn_read_head(struct conn *c)
 	conn_request(c);
 }
 
-/* Parse the response head; 100 Continue and other 1xx are handled here. */
-static void
-conn_read_response(struct conn *c)
-{
-	struct evbuffer *in = bufferevent_get_input(c->up.bev);
-	size_t len, want;
-	enum http_body out;
-	enum http_parse r;
-	const char *data;
-	struct buf head;
-	int flags = 0;
-
-	while (!c->x->resp_parsed && (len = evbuffer_get_length(in)) > 0) {
-		want = len <= c->e->http.head ? len : c->e->http.head + 1;
-		if ((data = (const char *)evbuffer_pullup(in, (ev_ssize_t)want)) == NULL) {
-			conn_close(c, "cannot read the response head");
-			return;
-		}
-		r = http_parse_response(data, want, &c->e->http, c->x->req.method, &c->x->resp);
-		if (r == HTTP_PARSE_INCOMPLETE)
-			return;
-		if (r == HTTP_PARSE_ERROR) {
-			conn_error(c, 502, "Bad Gateway", c->x->resp.error);
-			return;
-		}
-		evbuffer_drain(in, c->x->resp.head_len);
-		if (c->x->resp.status >= 100 && c->x->resp.status < 200) {
-			/* Interim: pass 100 on when the client asked for it; drop the rest. */
-			if (c->x->resp.status == 100 &&
-			    (c->x->req.flags & HTTP_F_EXPECT_CONTINUE) &&
-			    !(c->flags & CONN_F_CONTINUE_SENT)) {
-				evbuffer_add_printf(bufferevent_get_output(c->client.bev),
-				                    "HTTP/1.1 100 Continue\r\n\r\n");
-				c->flags |= CONN_F_CONTINUE_SENT;
-			}
-			http_msg_free(&c->x->resp);
-			http_msg_init(&c->x->resp);
-			continue;
-		}
-		c->x->resp_parsed = 1;
-	}
-	if (!c->x->resp_parsed)
-		return;
-	c->x->status = c->x->resp.status;
-	if (!(c->flags & CONN_F_CLIENT_CLOSE) && (c->x->resp.flags & HTTP_F_KEEP_ALIVE) &&
-	    !c->e->draining)
-		flags |= HTTP_SER_KEEP_ALIVE;
-	buf_init(&head);
-	if (http_response_serialize(&c->x->resp, c->x->req.version, flags, &head, &out) == -1) {
-		buf_free(&head);
-		conn_error(c, 502, "Bad Gateway", "response cannot be forwarded to this client");
-		return;
-	}
-	if (!(flags & HTTP_SER_KEEP_ALIVE) || out == HTTP_BODY_CLOSE)
-		c->flags |= CONN_F_CLIENT_CLOSE;
-	c->flags |= CONN_F_RESP_STARTED;
-	memset(&c->x->resp_body, 0, sizeof c->x->resp_body);
-	c->x->resp_body.in = c->x->resp.body;
-	c->x->resp_body.out = out;
-	c->x->resp_body.left = c->x->resp.body == HTTP_BODY_LENGTH ? c->x->resp.length : 0;
-	chunked_init(&c->x->resp_body.dec, &c->e->http);
-	relay_pump_head(c, head.data, head.len);
-	buf_free(&head);
-}
-
 /* A finished exchange: audit it, pool the upstream, wait for the next request. */
 void
 conn_exchange_done(struct conn *c)
@@ -633,7 +568,7 @@ conn_up_read_cb(struct bufferevent *bev, void *arg)
 	if (c->state != CONN_EXCHANGE)
 		return;
 	if (!c->x->resp_parsed)
-		conn_read_response(c);
+		relay_read_response(c);
 	else
 		relay_pump(c);
 }
@@ -723,7 +658,7 @@ conn_event_cb(struct bufferevent *bev, short what, void *arg)
 	if (c->state != CONN_EXCHANGE)
 		return;
 	if (!c->x->resp_parsed) {
-		conn_read_response(c);
+		relay_read_response(c);
 		if (c->x->resp_parsed || (c->flags & CONN_F_CLOSED))
 			return;
 		if (conn_retry(c))

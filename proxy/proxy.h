@@ -289,6 +289,7 @@ void conn_exchange_done(struct conn *);
 #define RELAY_LOW_MARK  (64 * 1024)  /* resume below this */
 int relay_body_move(struct conn *, struct conn_body *, struct evbuffer *, struct evbuffer *, int);
 void relay_pump(struct conn *);
+void relay_read_response(struct conn *);
 void relay_pump_head(struct conn *, const void *, size_t);
 void relay_send(struct conn_side *, const void *, size_t);
 void relay_send_buffer(struct conn_side *, struct evbuffer *);

@@ -1,10 +1,12 @@
 /*
- * Moving bytes between the two sides of a connection: request and response
- * bodies in any framing (re-chunked, never passed through raw) and CONNECT
+ * Moving bytes between the two sides of a connection: the response head
+ * (1xx handled, then restated for the client), request and response bodies
+ * in any framing (re-chunked, never passed through raw) and CONNECT
  * tunnels, always with backpressure: a side stops being read while its
  * peer has more than RELAY_HIGH_MARK queued, and resumes from the peer's
  * write callback at RELAY_LOW_MARK.
  */
+#include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -143,6 +145,71 @@ relay_send(struct conn_side *s, const void *data, size_t len)
 	}
 	if ((size_t)w < len)
 		evbuffer_add(out, (const char *)data + w, len - (size_t)w);
+}
+
+/* Parse the response head; 100 Continue and other 1xx are handled here. */
+void
+relay_read_response(struct conn *c)
+{
+	struct evbuffer *in = bufferevent_get_input(c->up.bev);
+	size_t len, want;
+	enum http_body out;
+	enum http_parse r;
+	const char *data;
+	struct buf head;
+	int flags = 0;
+
+	while (!c->x->resp_parsed && (len = evbuffer_get_length(in)) > 0) {
+		want = len <= c->e->http.head ? len : c->e->http.head + 1;
+		if ((data = (const char *)evbuffer_pullup(in, (ev_ssize_t)want)) == NULL) {
+			conn_close(c, "cannot read the response head");
+			return;
+		}
+		r = http_parse_response(data, want, &c->e->http, c->x->req.method, &c->x->resp);
+		if (r == HTTP_PARSE_INCOMPLETE)
+			return;
+		if (r == HTTP_PARSE_ERROR) {
+			conn_error(c, 502, "Bad Gateway", c->x->resp.error);
+			return;
+		}
+		evbuffer_drain(in, c->x->resp.head_len);
+		if (c->x->resp.status >= 100 && c->x->resp.status < 200) {
+			/* Interim: pass 100 on when the client asked for it; drop the rest. */
+			if (c->x->resp.status == 100 &&
+			    (c->x->req.flags & HTTP_F_EXPECT_CONTINUE) &&
+			    !(c->flags & CONN_F_CONTINUE_SENT)) {
+				evbuffer_add_printf(bufferevent_get_output(c->client.bev),
+				                    "HTTP/1.1 100 Continue\r\n\r\n");
+				c->flags |= CONN_F_CONTINUE_SENT;
+			}
+			http_msg_free(&c->x->resp);
+			http_msg_init(&c->x->resp);
+			continue;
+		}
+		c->x->resp_parsed = 1;
+	}
+	if (!c->x->resp_parsed)
+		return;
+	c->x->status = c->x->resp.status;
+	if (!(c->flags & CONN_F_CLIENT_CLOSE) && (c->x->resp.flags & HTTP_F_KEEP_ALIVE) &&
+	    !c->e->draining)
+		flags |= HTTP_SER_KEEP_ALIVE;
+	buf_init(&head);
+	if (http_response_serialize(&c->x->resp, c->x->req.version, flags, &head, &out) == -1) {
+		buf_free(&head);
+		conn_error(c, 502, "Bad Gateway", "response cannot be forwarded to this client");
+		return;
+	}
+	if (!(flags & HTTP_SER_KEEP_ALIVE) || out == HTTP_BODY_CLOSE)
+		c->flags |= CONN_F_CLIENT_CLOSE;
+	c->flags |= CONN_F_RESP_STARTED;
+	memset(&c->x->resp_body, 0, sizeof c->x->resp_body);
+	c->x->resp_body.in = c->x->resp.body;
+	c->x->resp_body.out = out;
+	c->x->resp_body.left = c->x->resp.body == HTTP_BODY_LENGTH ? c->x->resp.length : 0;
+	chunked_init(&c->x->resp_body.dec, &c->e->http);
+	relay_pump_head(c, head.data, head.len);
+	buf_free(&head);
 }
 
 /*

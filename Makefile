@@ -53,6 +53,7 @@ fuzz: deps
 
 bench: build
 	$(BUILD)/bench_domain
+	$(BUILD)/bench_mint
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')

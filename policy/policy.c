@@ -369,10 +369,11 @@ policy_decide(const struct policy *p, const struct policy_request *req, struct d
 	const struct config *cfg = p->cfg;
 	const struct host *h = req->host;
 	struct domain_match m;
-	int hit;
+	int hit, tunnel;
 
 	memset(d, 0, sizeof *d);
-	if (req->method != NULL) {
+	tunnel = req->method != NULL && strcmp(req->method, "CONNECT") == 0;
+	if (req->method != NULL && !tunnel) {
 		graphql_classify_request(req->method, req->content_type, req->body, req->body_len,
 		                         req->body_truncated, req->query, &d->gql);
 		d->graphql_present = d->gql.op != GQL_NONE;
@@ -431,11 +432,23 @@ policy_decide(const struct policy *p, const struct policy_request *req, struct d
 	}
 
 	/* 4. Practical mode: read-only methods and GraphQL queries. */
-	if (req->method == NULL) {
+	if (req->method == NULL || (tunnel && req->port == 443)) {
 		decision_set(d, ACTION_ALLOW, "unlisted-host", "mode");
 		policy_loc_format(&cfg->mode_loc, d->source, sizeof d->source);
 		snprintf(d->reason, sizeof d->reason,
 		         "%s is not listed; practical mode checks each request's method", h->name);
+		return;
+	}
+	if (tunnel) {
+		/*
+		 * A tunnel to another port could carry any protocol (SSH, SMTP,
+		 * a database) past the method rules; only HTTPS's port is open
+		 * to hosts the allowlist does not name.
+		 */
+		snprintf(d->reason, sizeof d->reason,
+		         "CONNECT to port %u: tunnels to unlisted hosts may only reach port 443",
+		         req->port);
+		policy_violation(p, d, "connect-port", "tunnel", &cfg->mode_loc);
 		return;
 	}
 	policy_decide_request(p, req, d);

@@ -223,7 +223,8 @@ enum policy_action {
 struct policy;
 struct policy_request {
 	const struct host *host; /* as the client wrote it */
-	const char *method;      /* NULL: a decision on the host alone (CONNECT) */
+	const char *method;      /* NULL: the host alone (DNS); "CONNECT": a tunnel to port */
+	uint16_t port;           /* the destination port, for CONNECT */
 	const char *content_type;
 	const char *body;
 	size_t body_len;

@@ -287,6 +287,8 @@ cmd_explain(struct ctl *c, const char *input)
 	memset(&req, 0, sizeof req);
 	req.host = &u.host;
 	req.method = c->method;
+	/* A CONNECT names its port; without one, explain asks about HTTPS's. */
+	req.port = u.port != 0 ? u.port : strcmp(c->method, "CONNECT") == 0 ? 443 : 0;
 	req.query = u.query;
 	if (c->body_path != NULL) {
 		body = read_body(c->body_path, policy_config(p)->max_graphql_body, &req.body_len,

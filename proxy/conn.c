@@ -252,29 +252,30 @@ conn_error(struct conn *c, int status, const char *reason, const char *detail)
 	conn_flush_close(c);
 }
 
-/* The method to name in the explain hint: none for GET and CONNECT. */
-static int
-conn_explain_method(const struct conn *c)
-{
-	return c->x->req.method != NULL && strcmp(c->x->req.method, "GET") != 0 &&
-	       strcmp(c->x->req.method, "CONNECT") != 0;
-}
-
 /* 403 naming the rule, its source and the command that explains it. */
 static void
 conn_block(struct conn *c)
 {
 	const struct decision *d = &c->x->decision;
-	char body[1024];
+	char body[1024], hint[320];
 	int keep;
 
+	if (strcmp(c->x->req.method, "CONNECT") == 0)
+		snprintf(hint, sizeof hint, "--method CONNECT %s%s%s:%u",
+		         c->x->host.kind == HOST_ADDR && c->x->host.addr.af == AF_INET6 ? "[" : "",
+		         c->x->host.name,
+		         c->x->host.kind == HOST_ADDR && c->x->host.addr.af == AF_INET6 ? "]" : "",
+		         c->x->port);
+	else if (strcmp(c->x->req.method, "GET") != 0)
+		snprintf(hint, sizeof hint, "--method %s %s", c->x->req.method, c->x->host.name);
+	else
+		snprintf(hint, sizeof hint, "%s", c->x->host.name);
 	snprintf(body, sizeof body,
 	         "Blocked by the egress policy.\n"
 	         "host: %s\nrule: %s (%s%s%s)\nreason: %s\n"
-	         "To see why: policyctl explain%s%s %s\n",
+	         "To see why: policyctl explain %s\n",
 	         c->x->host.name, d->rule, d->list ? d->list : "", d->list ? ", " : "", d->source,
-	         d->reason, conn_explain_method(c) ? " --method " : "",
-	         conn_explain_method(c) ? c->x->req.method : "", c->x->host.name);
+	         d->reason, hint);
 	/* Keep the connection only when no request body is left unread. */
 	keep = (c->x->req.flags & HTTP_F_KEEP_ALIVE) &&
 	       (c->x->req.body == HTTP_BODY_NONE || c->x->req_body.done ||
@@ -328,11 +329,11 @@ conn_decide(struct conn *c)
 	struct policy_request pr;
 	char *body = NULL;
 	size_t len = 0;
-	int is_connect = strcmp(c->x->req.method, "CONNECT") == 0;
 
 	memset(&pr, 0, sizeof pr);
 	pr.host = &c->x->host;
-	pr.method = is_connect ? NULL : c->x->req.method;
+	pr.method = c->x->req.method;
+	pr.port = c->x->port;
 	pr.query = c->x->query;
 	pr.content_type = http_msg_header(&c->x->req, "Content-Type");
 	if (c->x->held != NULL) {

@@ -168,6 +168,20 @@ expect_eq "$(jqf .rule):$(jqf .source)" "||metrics.example.com^:$T/lists/adblock
 run "$POLICYCTL" explain --config "$T/lists.yaml" --json localhost
 expect_eq "$(jqf .rule)" "allow-methods" "hosts boilerplate not blocked by name"
 
+# --- CONNECT: decided on the host and the port ---
+run "$POLICYCTL" explain --config "$P" --json --method CONNECT example.com
+expect_eq "$(jqf .action):$(jqf .rule)" "allow:unlisted-host" "CONNECT without a port asks about 443"
+run "$POLICYCTL" explain --config "$P" --json --method CONNECT example.com:443
+expect_eq "$(jqf .action):$(jqf .rule)" "allow:unlisted-host" "CONNECT to 443 of an unlisted host"
+run "$POLICYCTL" explain --config "$P" --json --method CONNECT github.com:22
+expect_eq "$(jqf .action):$(jqf .rule):$(jqf .list)" "block:connect-port:tunnel" "CONNECT to another port is a violation"
+run "$POLICYCTL" explain --config "$P" --json --method CONNECT api.anthropic.com:22
+expect_eq "$(jqf .action)" "allow" "allowlisted hosts take tunnels to any port"
+run "$POLICYCTL" explain --config "$T/flag.yaml" --json --method CONNECT github.com:22
+expect_eq "$(jqf .action):$(jqf .rule)" "flag:connect-port" "flag mode flags the tunnel"
+run "$POLICYCTL" explain --config "$P" --json --method CONNECT x.segment.io:443
+expect_eq "$(jqf .action)" "block" "CONNECT to a blocklisted host"
+
 # --- errors and exit codes ---
 run "$POLICYCTL" explain
 expect_rc 2 "missing operand"

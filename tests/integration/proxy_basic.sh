@@ -5,7 +5,8 @@
 # nothing at the origin), flag mode, blocklisted name (blocked before any DNS
 # query), the private-address guard with and without the 127.0.0.1 entry,
 # keep-alive reuse, chunked and close-delimited bodies both ways, HEAD,
-# 100-continue, pipelining, GraphQL query/mutation and the same decision from
+# 100-continue, pipelining, GraphQL query/mutation (bodies of any type) and
+# CONNECT port rules with the same decision from
 # policyctl explain, 502 on a refused upstream, 504 on a silent one, the
 # slowloris head timeout, and 502 on an oversize response head.
 . "$(dirname "$0")/lib.sh"
@@ -194,6 +195,20 @@ run pcurl -D "$T/h" -o "$T/b" -X GET -H 'Content-Type: text/plain' --data-binary
 expect_eq "$(status_of "$T/h")" 200 "a GET with a plain body that is not GraphQL goes through"
 expect_eq "$(origin_count 'select(.method == "GET" and .target == "/echo")')" "$((before + 1))" \
     "only the harmless GET reached the origin"
+
+# --- CONNECT: a tunnel to an unlisted host opens to port 443 only ---
+run pcurl -p -D "$T/h" -o "$T/b" "http://plain.test:$O/hello"
+expect_eq "$(status_of "$T/h")" 403 "CONNECT to an unlisted host's port $O is refused"
+expect_eq "$(header_of "$T/h" X-Egress-Rule)" "connect-port" "CONNECT refusal names its rule"
+OUT=$(audit_last '.event == "connect" and .host == "plain.test"')
+expect_eq "$(jqf .action):$(jqf .rule):$(jqf .port)" "block:connect-port:$O" "CONNECT refusal audited"
+run "$POLICYCTL" explain --config "$P" --json --method CONNECT "plain.test:$O"
+expect_eq "$(jqf .action):$(jqf .rule)" "block:connect-port" "explain = proxy for a CONNECT"
+run pcurl -p -D "$T/h" -o "$T/b" "http://127.0.0.1:$O/hello"
+expect_eq "$(status_of "$T/h")" 200 "CONNECT to an allowlisted address opens a tunnel"
+expect_eq "$(stat -c %s "$T/b")" 100 "the tunnel carries the exchange"
+OUT=$(audit_last '.event == "connect" and .host == "127.0.0.1"')
+expect_eq "$(jqf .action):$(jqf .status)" "allow:200" "tunnel audited with its status"
 
 # --- upstream refused: 502 with the error audited ---
 closed=$(free_port)

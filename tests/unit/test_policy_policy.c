@@ -157,11 +157,44 @@ test_order(void **state)
 	/* Methods are case-sensitive. */
 	expect(p, &(struct req){"get", "https://example.com/", NULL, NULL}, ACTION_BLOCK,
 	       "method-not-allowed", NULL);
-	/* A host-only decision (CONNECT) on an unlisted host. */
+	/* A host-only decision (DNS) on an unlisted host. */
 	expect(p, &(struct req){NULL, "example.com:443", NULL, NULL}, ACTION_ALLOW, "unlisted-host",
 	       "base.yaml:3");
 	expect(p, &(struct req){NULL, "x.segment.io:443", NULL, NULL}, ACTION_BLOCK, "*.segment.io",
 	       NULL);
+	/* A tunnel: port 443 for unlisted hosts, any port for allowlisted ones. */
+	{
+		static const struct {
+			const char *url;
+			enum policy_action action;
+			const char *rule;
+		} t[] = {
+		    {"example.com:443", ACTION_ALLOW, "unlisted-host"},
+		    {"example.com:22", ACTION_BLOCK, "connect-port"},
+		    {"example.com:8443", ACTION_BLOCK, "connect-port"},
+		    {"api.anthropic.com:22", ACTION_ALLOW, "api.anthropic.com"},
+		    {"x.segment.io:443", ACTION_BLOCK, "*.segment.io"},
+		};
+		struct policy_request pr;
+		struct decision d;
+		struct url u;
+		size_t i;
+
+		for (i = 0; i < EG_NELEM(t); i++) {
+			memset(&u, 0, sizeof u);
+			assert_null(url_parse(t[i].url, &u));
+			memset(&pr, 0, sizeof pr);
+			pr.host = &u.host;
+			pr.method = "CONNECT";
+			pr.port = u.port;
+			policy_decide(p, &pr, &d);
+			if (d.action != t[i].action || strcmp(d.rule, t[i].rule) != 0)
+				fail_msg("CONNECT %s: got %s %s", t[i].url,
+				         policy_action_name(d.action), d.rule);
+			assert_int_equal(d.graphql_present, 0);
+			url_free(&u);
+		}
+	}
 	policy_unref(p);
 }
 

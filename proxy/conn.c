@@ -660,7 +660,8 @@ conn_event_cb(struct bufferevent *bev, short what, void *arg)
 		return;
 	if (!c->x->resp_parsed) {
 		relay_read_response(c);
-		if (c->x->resp_parsed || (c->flags & CONN_F_CLOSED))
+		/* It may have closed the connection or finished the exchange. */
+		if ((c->flags & CONN_F_CLOSED) || c->x == NULL || c->x->resp_parsed)
 			return;
 		if (conn_retry(c))
 			return;

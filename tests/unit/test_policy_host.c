@@ -14,56 +14,9 @@
 #include <cmocka.h>
 
 #include "policy.h"
+#include "tsv.h"
 
 #define HOST_TSV TEST_DATA_DIR "/host.tsv"
-
-static int
-hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
-/* Decodes \\ \t \n \r \xHH in place; returns the decoded length. */
-static size_t
-unescape(char *s)
-{
-	char *r = s, *w = s;
-
-	while (*r != '\0') {
-		if (r[0] != '\\' || r[1] == '\0') {
-			*w++ = *r++;
-			continue;
-		}
-		switch (r[1]) {
-		case 't':
-			*w++ = '\t';
-			break;
-		case 'n':
-			*w++ = '\n';
-			break;
-		case 'r':
-			*w++ = '\r';
-			break;
-		case 'x':
-			assert_true(hexval(r[2]) != -1 && hexval(r[3]) != -1);
-			*w++ = (char)(hexval(r[2]) << 4 | hexval(r[3]));
-			r += 2;
-			break;
-		default:
-			*w++ = r[1];
-			break;
-		}
-		r += 2;
-	}
-	*w = '\0';
-	return (size_t)(w - s);
-}
 
 static int
 check_case(unsigned lineno, char *input, const char *result, const char *want)
@@ -74,7 +27,7 @@ check_case(unsigned lineno, char *input, const char *result, const char *want)
 	size_t len;
 	int ok;
 
-	len = unescape(input);
+	len = tsv_unescape(input);
 	/* An exact-size heap copy: ASan catches any read past the length. */
 	copy = xmalloc(len);
 	memcpy(copy, input, len);

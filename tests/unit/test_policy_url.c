@@ -14,56 +14,9 @@
 #include <cmocka.h>
 
 #include "policy.h"
+#include "tsv.h"
 
 #define URL_TSV TEST_DATA_DIR "/url.tsv"
-
-static int
-hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
-/* Decodes \\ \t \n \r \xHH in place; returns the decoded length. */
-static size_t
-unescape(char *s)
-{
-	char *r = s, *w = s;
-
-	while (*r != '\0') {
-		if (r[0] != '\\' || r[1] == '\0') {
-			*w++ = *r++;
-			continue;
-		}
-		switch (r[1]) {
-		case 't':
-			*w++ = '\t';
-			break;
-		case 'n':
-			*w++ = '\n';
-			break;
-		case 'r':
-			*w++ = '\r';
-			break;
-		case 'x':
-			assert_true(hexval(r[2]) != -1 && hexval(r[3]) != -1);
-			*w++ = (char)(hexval(r[2]) << 4 | hexval(r[3]));
-			r += 2;
-			break;
-		default:
-			*w++ = r[1];
-			break;
-		}
-		r += 2;
-	}
-	*w = '\0';
-	return (size_t)(w - s);
-}
 
 /* Splits a line on tabs, keeping empty fields; returns the field count. */
 static int
@@ -90,7 +43,7 @@ check_case(unsigned lineno, char **f, int nf)
 	int ok = 1;
 
 	snprintf(input, sizeof input, "%s", f[0]);
-	unescape(input);
+	tsv_unescape(input);
 	error = url_parse(input, &u);
 	if (strcmp(f[1], "error") == 0) {
 		if (nf != 3 || error == NULL || strcmp(error, f[2]) != 0) {
@@ -111,7 +64,7 @@ check_case(unsigned lineno, char **f, int nf)
 	scheme = strcmp(f[2], "-") == 0 ? "" : f[2];
 	query = strcmp(f[6], "-") == 0 ? NULL : f[6];
 	if (query != NULL)
-		unescape(f[6]);
+		tsv_unescape(f[6]);
 	if (strcmp(u.scheme, scheme) != 0 || strcmp(u.host.name, f[3]) != 0 ||
 	    u.host.kind != (strcmp(f[1], "addr") == 0 ? HOST_ADDR : HOST_NAME) ||
 	    u.port != atoi(f[4]) || u.path == NULL || strcmp(u.path, f[5]) != 0 ||

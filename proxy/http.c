@@ -86,13 +86,24 @@ http_fail(struct http_msg *msg, int status, const char *why)
 	return HTTP_PARSE_ERROR;
 }
 
+/*
+ * Field names compared case-insensitively, the first letter first: most
+ * names differ there, and the lookups run for every field of every head.
+ */
+static inline int
+http_name_eq(const char *a, const char *b)
+{
+	return ((unsigned char)a[0] | 0x20) == ((unsigned char)b[0] | 0x20) &&
+	       strcasecmp(a, b) == 0;
+}
+
 const char *
 http_msg_header(const struct http_msg *msg, const char *name)
 {
 	size_t i;
 
 	for (i = 0; i < msg->nheaders; i++) {
-		if (strcasecmp(msg->headers[i].name, name) == 0)
+		if (http_name_eq(msg->headers[i].name, name))
 			return msg->headers[i].value;
 	}
 	return NULL;
@@ -451,7 +462,7 @@ http_connection(struct http_msg *msg)
 	size_t i;
 
 	for (i = 0; i < msg->nheaders; i++) {
-		if (strcasecmp(msg->headers[i].name, "Connection") != 0)
+		if (!http_name_eq(msg->headers[i].name, "Connection"))
 			continue;
 		if (http_list_has(msg->headers[i].value, "keep-alive"))
 			keep = 1;
@@ -459,10 +470,10 @@ http_connection(struct http_msg *msg)
 			upgrade = 1;
 	}
 	for (i = 0; i < msg->nheaders; i++) {
-		if (strcasecmp(msg->headers[i].name, "Connection") == 0 &&
+		if (http_name_eq(msg->headers[i].name, "Connection") &&
 		    http_list_has(msg->headers[i].value, "close"))
 			keep = 0;
-		if (msg->upgrade == NULL && strcasecmp(msg->headers[i].name, "Upgrade") == 0)
+		if (msg->upgrade == NULL && http_name_eq(msg->headers[i].name, "Upgrade"))
 			msg->upgrade = msg->headers[i].value;
 	}
 	if (keep)
@@ -479,7 +490,7 @@ http_count(const struct http_msg *msg, const char *name, const char **value)
 
 	*value = NULL;
 	for (i = 0; i < msg->nheaders; i++) {
-		if (strcasecmp(msg->headers[i].name, name) == 0) {
+		if (http_name_eq(msg->headers[i].name, name)) {
 			*value = msg->headers[i].value;
 			n++;
 		}
@@ -573,7 +584,7 @@ http_codings(struct http_msg *msg, int *chunkedp)
 
 	buf_init(&b);
 	for (i = 0; i < msg->nheaders && error == NULL; i++) {
-		if (strcasecmp(msg->headers[i].name, "Transfer-Encoding") != 0)
+		if (!http_name_eq(msg->headers[i].name, "Transfer-Encoding"))
 			continue;
 		for (p = msg->headers[i].value; error == NULL; p = end + 1) {
 			while (http_ows(*p))
@@ -712,14 +723,14 @@ http_dropped(const struct http_msg *msg, const char *name, int has_connection)
 	/* Every restated name starts with one of these: most fields skip the loop. */
 	if (name[0] != '\0' && strchr("CcKkPpTtUuHhVv", name[0]) != NULL) {
 		for (i = 0; i < EG_NELEM(http_restated); i++) {
-			if (strcasecmp(name, http_restated[i]) == 0)
+			if (http_name_eq(name, http_restated[i]))
 				return 1;
 		}
 	}
 	if (!has_connection)
 		return 0;
 	for (i = 0; i < msg->nheaders; i++) {
-		if (strcasecmp(msg->headers[i].name, "Connection") == 0 &&
+		if (http_name_eq(msg->headers[i].name, "Connection") &&
 		    http_list_has(msg->headers[i].value, name))
 			return 1;
 	}
@@ -742,7 +753,7 @@ http_add_fields(const struct http_msg *msg, int upgrade, struct buf *out)
 		if (http_dropped(msg, h->name, has_connection))
 			continue;
 		/* RFC 9110 §10.1.1: an HTTP/1.0 expectation is ignored. */
-		if (msg->version == 10 && strcasecmp(h->name, "Expect") == 0)
+		if (msg->version == 10 && http_name_eq(h->name, "Expect"))
 			continue;
 		buf_adds(out, h->name);
 		buf_add(out, ": ", 2);
@@ -752,7 +763,7 @@ http_add_fields(const struct http_msg *msg, int upgrade, struct buf *out)
 	buf_adds(out, "Via: ");
 	for (i = 0; i < msg->nheaders; i++) {
 		h = &msg->headers[i];
-		if (strcasecmp(h->name, "Via") == 0 && *h->value != '\0') {
+		if (http_name_eq(h->name, "Via") && *h->value != '\0') {
 			buf_adds(out, h->value);
 			buf_add(out, ", ", 2);
 		}
@@ -762,7 +773,7 @@ http_add_fields(const struct http_msg *msg, int upgrade, struct buf *out)
 		return;
 	for (i = 0; i < msg->nheaders; i++) {
 		h = &msg->headers[i];
-		if (strcasecmp(h->name, "Upgrade") == 0)
+		if (http_name_eq(h->name, "Upgrade"))
 			buf_printf(out, "Upgrade: %s\r\n", h->value);
 	}
 	buf_adds(out, "Connection: upgrade\r\n");

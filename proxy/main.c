@@ -425,8 +425,9 @@ egressd_trim_cb(evutil_socket_t fd, short what, void *arg)
 
 /*
  * Audit lines made while handling one batch of events are written together,
- * with one write(2), once the loop has run every event that was ready:
- * the lowest-priority event runs only when nothing else is active.
+ * with one write(2): the flush event is activated with the first line, so it
+ * runs after the events that were ready with it and before any later ones
+ * (a lower priority would let a busy loop starve it).
  */
 static void
 egressd_audit_flush_cb(evutil_socket_t fd, short what, void *arg)
@@ -460,11 +461,6 @@ egressd_base_new(void)
 	event_config_set_flag(cfg, EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST);
 	base = event_base_new_with_config(cfg);
 	event_config_free(cfg);
-	/* Events run at priority 1; the audit flush at 2, after them. */
-	if (base != NULL && event_base_priority_init(base, 3) == -1) {
-		event_base_free(base);
-		return NULL;
-	}
 	return base;
 }
 
@@ -502,7 +498,6 @@ main(int argc, char **argv)
 		fatalx("cannot install signal handlers");
 
 	e.ev_audit = event_new(e.base, -1, 0, egressd_audit_flush_cb, &e);
-	event_priority_set(e.ev_audit, 2);
 	audit_set_batch(e.audit, egressd_audit_wakeup, &e);
 	e.ev_trim = event_new(e.base, -1, EV_PERSIST, egressd_trim_cb, &e);
 	event_add(e.ev_trim, &(struct timeval){1, 0});

@@ -86,7 +86,7 @@ ca_time_get(const ASN1_TIME *t, time_t *out)
 	return 0;
 }
 
-static int
+int
 ca_ext_add(X509 *x, X509V3_CTX *ctx, int nid, const char *value)
 {
 	X509_EXTENSION *ext;
@@ -99,32 +99,18 @@ ca_ext_add(X509 *x, X509V3_CTX *ctx, int nid, const char *value)
 	return rv;
 }
 
-/* Checks a name-constraint DNS entry: letters, digits, '-', '_', non-empty labels. */
+/*
+ * Checks a name-constraint DNS entry: the names a leaf may carry, so the
+ * same rules as ca_mint_host_check, plus a word on a misplaced '*'.
+ */
 static const char *
 ca_nc_name_check(const char *s)
 {
-	size_t len = strlen(s), label = 0, i;
+	char canon[CA_HOST_BUFLEN];
 
-	if (len == 0 || len > 253)
-		return "empty or longer than 253 characters";
-	for (i = 0; i < len; i++) {
-		if (s[i] == '.') {
-			if (label == 0)
-				return "empty label";
-			label = 0;
-			continue;
-		}
-		if (s[i] == '*')
-			return "'*' is allowed only as a leading \"*.\"";
-		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
-		      (s[i] >= '0' && s[i] <= '9') || s[i] == '-' || s[i] == '_'))
-			return "invalid character";
-		if (++label > 63)
-			return "label longer than 63 characters";
-	}
-	if (label == 0)
-		return "empty label";
-	return NULL;
+	if (strchr(s, '*') != NULL)
+		return "'*' is allowed only as a leading \"*.\"";
+	return ca_mint_host_check(s, 0, canon);
 }
 
 static int

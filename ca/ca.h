@@ -14,6 +14,7 @@
 
 #include <openssl/evp.h>
 #include <openssl/x509.h>
+#include <openssl/x509v3.h>
 
 #include "common.h"
 
@@ -73,6 +74,7 @@ struct ca {
 };
 void ca_errf(char *, size_t, const char *, ...) EG_PRINTF(3, 4);
 int ca_serial_set(X509 *);
+int ca_ext_add(X509 *, X509V3_CTX *, int, const char *);
 #define CA_HOST_BUFLEN 256
 const char *ca_mint_host_check(const char *, int, char[CA_HOST_BUFLEN]);
 int ca_mint_prepare(struct ca *, char *, size_t);

@@ -66,19 +66,6 @@ ca_mint_host_check(const char *host, int is_ip, char out[CA_HOST_BUFLEN])
 	return NULL;
 }
 
-static int
-ca_mint_ext_conf(X509 *x, X509V3_CTX *ctx, int nid, const char *value)
-{
-	X509_EXTENSION *ext;
-	int rv;
-
-	if ((ext = X509V3_EXT_conf_nid(NULL, ctx, nid, value)) == NULL)
-		return -1;
-	rv = X509_add_ext(x, ext, -1) == 1 ? 0 : -1;
-	X509_EXTENSION_free(ext);
-	return rv;
-}
-
 /*
  * The AKI names the CA's subject key identifier, or, for a loaded CA that
  * has none, the SHA-1 of its public key (RFC 5280 4.2.1.2, method 1).
@@ -135,10 +122,10 @@ ca_mint_prepare(struct ca *ca, char *err, size_t errlen)
 	    X509_set1_notAfter(x, X509_get0_notAfter(ca->cert)) != 1 ||
 	    X509_set_issuer_name(x, X509_get_subject_name(ca->cert)) != 1 ||
 	    X509_set_pubkey(x, ca->leaf_key) != 1 ||
-	    ca_mint_ext_conf(x, NULL, NID_basic_constraints, "critical,CA:FALSE") != 0 ||
-	    ca_mint_ext_conf(x, NULL, NID_key_usage, "critical,digitalSignature") != 0 ||
-	    ca_mint_ext_conf(x, NULL, NID_ext_key_usage, "serverAuth") != 0 ||
-	    ca_mint_ext_conf(x, &ctx, NID_subject_key_identifier, "hash") != 0 ||
+	    ca_ext_add(x, NULL, NID_basic_constraints, "critical,CA:FALSE") != 0 ||
+	    ca_ext_add(x, NULL, NID_key_usage, "critical,digitalSignature") != 0 ||
+	    ca_ext_add(x, NULL, NID_ext_key_usage, "serverAuth") != 0 ||
+	    ca_ext_add(x, &ctx, NID_subject_key_identifier, "hash") != 0 ||
 	    ca_mint_ext_aki(x, ca->cert) != 0 || X509_sign(x, ca->key, ca->md) <= 0 ||
 	    (len = i2d_X509(x, &ca->leaf_tmpl)) <= 0) {
 		X509_free(x);

@@ -469,26 +469,21 @@ policy_check_addr(const struct policy *p, const struct addr *addr, struct decisi
 	struct addr a;
 	const char *special;
 	char text[64];
-	int addr_allowed;
 
-	if (d->action == ACTION_BLOCK)
+	if (d->action == ACTION_BLOCK || policy_addr_allowed(p, addr, d))
 		return;
 	addr_unmap(addr, &a);
-	addr_allowed = domain_set_match_addr(p->allow, &a, NULL);
-	if (!addr_allowed && !d->name_allowlisted && domain_set_match_addr(p->block, &a, &m)) {
+	addr_format(&a, text, sizeof text);
+	if (!domain_set_match_addr(p->allow, &a, NULL) && !d->name_allowlisted &&
+	    domain_set_match_addr(p->block, &a, &m)) {
 		decision_from_match(d, ACTION_BLOCK, &m, "blocklist");
-		addr_format(&a, text, sizeof text);
 		snprintf(d->reason, sizeof d->reason, "destination address %s is on the blocklist",
 		         text);
 		return;
 	}
-	if ((special = addr_special(&a)) == NULL || addr_allowed)
-		return;
-	if (d->name_exact_allow && !addr_is_metadata(&a))
-		return;
+	special = addr_special(&a);
 	decision_set(d, ACTION_BLOCK, "private-address", "address");
 	str_copy(d->source, sizeof d->source, "builtin");
-	addr_format(&a, text, sizeof text);
 	if (addr_is_metadata(&a))
 		snprintf(d->reason, sizeof d->reason,
 		         "destination %s is a cloud metadata address; only an allowlist address "
@@ -500,4 +495,27 @@ policy_check_addr(const struct policy *p, const struct addr *addr, struct decisi
 		    "destination %s is not globally reachable (%s); an allowlist address entry "
 		    "or an exact-name allowlist entry lifts this",
 		    text, special);
+}
+
+/*
+ * Whether step 5 lets a request with decision d reach addr, without
+ * touching d: the check the proxy makes for every candidate and pooled
+ * address, where only a refusal needs its words. A blocked decision
+ * reaches nothing.
+ */
+int
+policy_addr_allowed(const struct policy *p, const struct addr *addr, const struct decision *d)
+{
+	struct addr a;
+	int addr_allowed;
+
+	if (d->action == ACTION_BLOCK)
+		return 0;
+	addr_unmap(addr, &a);
+	addr_allowed = domain_set_match_addr(p->allow, &a, NULL);
+	if (!addr_allowed && !d->name_allowlisted && domain_set_match_addr(p->block, &a, NULL))
+		return 0;
+	if (addr_allowed || addr_special(&a) == NULL)
+		return 1;
+	return d->name_exact_allow && !addr_is_metadata(&a);
 }

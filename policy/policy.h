@@ -252,6 +252,7 @@ const struct config *policy_config(const struct policy *);
 const char *policy_warnings(const struct policy *);
 void policy_decide(const struct policy *, const struct policy_request *, struct decision *);
 void policy_check_addr(const struct policy *, const struct addr *, struct decision *);
+int policy_addr_allowed(const struct policy *, const struct addr *, const struct decision *);
 int policy_passthrough(const struct policy *, const struct host *, struct domain_match *);
 const char *policy_action_name(enum policy_action);
 const char *policy_mode_note(enum policy_mode);

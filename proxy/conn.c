@@ -735,12 +735,13 @@ conn_send_request(struct conn *c)
 static void
 conn_upstream_cb(void *arg, struct upstream_result *r)
 {
+	static const char established[] = "HTTP/1.1 200 Connection established\r\n\r\n";
 	struct conn *c = arg;
 	char detail[256];
 
 	c->job = NULL;
 	if (r->err == UPSTREAM_E_BLOCKED) {
-		c->x->decision = r->decision;
+		c->x->decision = *r->blocked;
 		conn_block(c);
 		return;
 	}
@@ -755,12 +756,11 @@ conn_upstream_cb(void *arg, struct upstream_result *r)
 			conn_error(c, 502, "Bad Gateway", detail);
 		return;
 	}
-	c->x->decision = r->decision;
+	/* The guard allowed the address: the decision stands as it was. */
 	conn_attach_upstream(c, r->u);
 	if (strcmp(c->x->req.method, "CONNECT") == 0) {
 		c->x->status = 200;
-		evbuffer_add_printf(bufferevent_get_output(c->client.bev),
-		                    "HTTP/1.1 200 Connection established\r\n\r\n");
+		relay_send(&c->client, established, sizeof established - 1);
 		c->flags |= CONN_F_RESP_STARTED;
 		conn_set_state(c, CONN_TUNNEL);
 		bufferevent_enable(c->client.bev, EV_READ);

@@ -319,7 +319,7 @@ struct upstream_result {
 	struct upstream *u; /* NULL on error */
 	int err;
 	int sys_errno;
-	struct decision decision; /* with the guard applied to the address */
+	const struct decision *blocked; /* UPSTREAM_E_BLOCKED: the guard's answer */
 };
 typedef void (*upstream_cb)(void *, struct upstream_result *);
 struct upstream_job;

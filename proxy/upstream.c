@@ -122,12 +122,16 @@ upstream_finish(struct upstream_job *j, struct upstream *u, int err)
 	upstream_cb cb = j->cb;
 	void *arg = j->arg;
 	struct upstream_result r;
+	struct decision blocked;
 
 	memset(&r, 0, sizeof r);
 	r.u = u;
 	r.err = err;
 	r.sys_errno = j->last_errno;
-	r.decision = err == UPSTREAM_E_BLOCKED ? j->blocked : j->decision;
+	if (err == UPSTREAM_E_BLOCKED) {
+		blocked = j->blocked;
+		r.blocked = &blocked;
+	}
 	upstream_job_free(j);
 	cb(arg, &r);
 }
@@ -174,20 +178,17 @@ static int
 upstream_try_next(struct upstream_job *j)
 {
 	struct sockaddr_storage ss;
-	struct decision d;
 	socklen_t len;
 	const struct addr *a;
 
 	while (j->next < j->naddrs) {
 		a = &j->addrs[j->next++];
-		d = j->decision;
-		policy_check_addr(j->policy, a, &d);
-		if (d.action == ACTION_BLOCK) {
-			j->blocked = d;
+		if (!policy_addr_allowed(j->policy, a, &j->decision)) {
+			j->blocked = j->decision;
+			policy_check_addr(j->policy, a, &j->blocked);
 			continue;
 		}
 		j->any_allowed = 1;
-		j->decision = d;
 		upstream_addr_to_sockaddr(a, j->port, &ss, &len);
 		j->bev = bufferevent_socket_new(j->e->base, -1, BEV_OPT_CLOSE_ON_FREE);
 		if (j->bev == NULL) {
@@ -287,24 +288,20 @@ upstream_pool_unlink(struct upstream_pool *pool, struct upstream *u)
 /* Take an idle pooled connection whose address the policy still allows. */
 static struct upstream *
 upstream_pool_take(struct upstream_pool *pool, const struct policy *p, const char *key,
-                   struct decision *d)
+                   const struct decision *d)
 {
 	unsigned b = upstream_bucket_of(key);
 	struct upstream *u;
-	struct decision t;
 
 	TAILQ_FOREACH(u, &pool->buckets[b], entry)
 	{
 		if (strcmp(u->key, key) != 0)
 			continue;
-		t = *d;
-		policy_check_addr(p, &u->addr, &t);
-		if (t.action == ACTION_BLOCK)
+		if (!policy_addr_allowed(p, &u->addr, d))
 			continue;
 		upstream_pool_unlink(pool, u);
 		event_del(u->idle_timer);
 		bufferevent_setcb(u->bev, NULL, NULL, NULL, NULL);
-		*d = t;
 		u->reused = 1;
 		return u;
 	}
@@ -329,9 +326,7 @@ upstream_get(struct egressd *e, struct policy *p, const struct host *h, uint16_t
 
 	upstream_key(key, h->name, port);
 	memset(&r, 0, sizeof r);
-	r.decision = *d;
-	if (!(flags & UPSTREAM_F_FRESH) &&
-	    (u = upstream_pool_take(e->pool, p, key, &r.decision)) != NULL) {
+	if (!(flags & UPSTREAM_F_FRESH) && (u = upstream_pool_take(e->pool, p, key, d)) != NULL) {
 		r.u = u;
 		cb(arg, &r);
 		return NULL;

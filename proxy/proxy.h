@@ -240,6 +240,7 @@ struct exchange {
 	int req_parsed;
 	int resp_parsed;
 	int retried; /* resent once after a stale pooled upstream */
+	int interim; /* 1xx responses seen */
 	struct host host;
 	uint16_t port;
 	char *path; /* no query string: it may carry secrets */
@@ -285,8 +286,9 @@ void conn_flush_close(struct conn *);
 void conn_exchange_done(struct conn *);
 
 /* relay.c */
-#define RELAY_HIGH_MARK (256 * 1024) /* stop reading a side past this much queued */
-#define RELAY_LOW_MARK  (64 * 1024)  /* resume below this */
+#define RELAY_HIGH_MARK   (256 * 1024) /* stop reading a side past this much queued */
+#define RELAY_LOW_MARK    (64 * 1024)  /* resume below this */
+#define RELAY_MAX_INTERIM 16           /* 1xx responses before the final one */
 int relay_body_move(struct conn *, struct conn_body *, struct evbuffer *, struct evbuffer *, int);
 void relay_pump(struct conn *);
 void relay_read_response(struct conn *);

@@ -174,7 +174,15 @@ relay_read_response(struct conn *c)
 		}
 		evbuffer_drain(in, c->x->resp.head_len);
 		if (c->x->resp.status >= 100 && c->x->resp.status < 200) {
-			/* Interim: pass 100 on when the client asked for it; drop the rest. */
+			/*
+			 * Interim: pass 100 on when the client asked for it; drop the
+			 * rest. An upstream that sends nothing else would otherwise
+			 * hold the exchange open for ever, its timeout renewed each time.
+			 */
+			if (++c->x->interim > RELAY_MAX_INTERIM) {
+				conn_error(c, 502, "Bad Gateway", "too many interim responses");
+				return;
+			}
 			if (c->x->resp.status == 100 &&
 			    (c->x->req.flags & HTTP_F_EXPECT_CONTINUE) &&
 			    !(c->flags & CONN_F_CONTINUE_SENT)) {

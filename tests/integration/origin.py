@@ -9,7 +9,8 @@ list, body length and body SHA-256. Bytes that do not parse are logged too,
 as an "error" line, and answered 400 before the connection is closed.
 
 Endpoints: /hello, /chunked, /close, /echo, /big?n=BYTES, /slow?s=SECS,
-/silent, /status?code=N, /conns, /bighead?n=BYTES (a response head of
+/silent, /status?code=N, /conns, /interim?n=N (N 102 responses first),
+/bighead?n=BYTES (a response head of
 about n bytes). With --dns-port-file it also answers DNS
 on UDP: NAME.test is 127.0.0.1, so egressd (--upstream-dns) resolves test
 names to this server without touching the system resolver. Every wait is bounded, every thread is a
@@ -297,6 +298,10 @@ class Conn:
             n = min(max(arg("n", "100000"), 0), 1 << 24)
             pad = b"".join(b"X-Pad-%d: %s\r\n" % (i, b"p" * 1000) for i in range(n // 1000 + 1))
             self.sock.sendall(b"HTTP/1.1 200 OK\r\n" + pad + b"Content-Length: 3\r\n\r\nbig")
+        elif path == "/interim":
+            n = min(max(arg("n", "3"), 0), 1000)
+            self.sock.sendall(b"HTTP/1.1 102 Processing\r\n\r\n" * n)
+            self.send_simple(200, b"final\n", close, b"", head_only)
         elif path == "/conns":
             with self.srv.lock:
                 n = self.srv.accepted

@@ -269,6 +269,13 @@ stop_egressd
 
 # --- an oversize response head (last: it used to crash egressd): 502 ---
 EG_PID=$A_PID EG_PORT=$A_PORT
+# --- interim responses: a few are dropped, an endless stream is cut ---
+run pcurl -D "$T/h" -o "$T/b" "http://plain.test:$O/interim?n=3"
+expect_eq "$(status_of "$T/h")" 200 "interim responses before the final one are dropped"
+expect_eq "$(cat "$T/b")" "final" "the final response arrives"
+run pcurl -D "$T/h" -o "$T/b" "http://plain.test:$O/interim?n=100"
+expect_eq "$(status_of "$T/h")" 502 "an upstream that only sends interim responses is cut"
+
 run pcurl -D "$T/h" -o "$T/b" "http://plain.test:$O/bighead?n=100000"
 expect_eq "$(status_of "$T/h")" 502 "oversize response head is 502"
 expect_eq "$(kill -0 "$A_PID" 2>/dev/null && echo up)" up "egressd survives an oversize response head"

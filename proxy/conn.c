@@ -291,27 +291,27 @@ conn_block(struct conn *c)
 }
 
 /*
- * Whether the decision needs the request body: when the host lists and
- * modes leave it to the method and GraphQL rules (step 4), any body may
- * turn a read into a GraphQL mutation or a POST into an allowed query, so
- * it is held (up to maxGraphqlBody) and classified whatever its type: a
- * lenient server may read a form, a multipart body or untyped JSON.
+ * Whether the decision needs the request body, deciding without it into
+ * c->x->decision on the way. When the host lists and modes leave it to
+ * the method and GraphQL rules (step 4), any body may turn a read into a
+ * GraphQL mutation or a POST into an allowed query, so it is held (up to
+ * maxGraphqlBody) and classified whatever its type: a lenient server may
+ * read a form, a multipart body or untyped JSON. Otherwise the decision
+ * made here stands.
  */
 static int
 conn_body_needed(struct conn *c)
 {
 	struct policy_request pr;
-	struct decision d;
+	const char *list;
 
-	if (c->x->req.body == HTTP_BODY_NONE ||
-	    (c->x->req.body == HTTP_BODY_LENGTH && c->x->req.length == 0))
-		return 0;
 	memset(&pr, 0, sizeof pr);
 	pr.host = &c->x->host;
 	pr.method = c->x->req.method;
 	pr.query = c->x->query;
-	policy_decide(c->policy, &pr, &d);
-	return d.list != NULL && (strcmp(d.list, "methods") == 0 || strcmp(d.list, "graphql") == 0);
+	policy_decide(c->policy, &pr, &c->x->decision);
+	list = c->x->decision.list;
+	return list != NULL && (strcmp(list, "methods") == 0 || strcmp(list, "graphql") == 0);
 }
 
 /* A Content-Encoding other than identity: the held bytes cannot be read. */
@@ -322,6 +322,8 @@ conn_body_encoded(const struct conn *c)
 
 	return ce != NULL && *ce != '\0' && strcasecmp(ce, "identity") != 0;
 }
+
+static void conn_proceed(struct conn *);
 
 static void
 conn_decide(struct conn *c)
@@ -345,6 +347,13 @@ conn_decide(struct conn *c)
 		pr.body_encoded = conn_body_encoded(c);
 	}
 	policy_decide(c->policy, &pr, &c->x->decision);
+	conn_proceed(c);
+}
+
+/* Act on c->x->decision: answer 403, or get an upstream. */
+static void
+conn_proceed(struct conn *c)
+{
 	if (c->x->host.kind == HOST_ADDR)
 		policy_check_addr(c->policy, &c->x->host.addr, &c->x->decision);
 	if (c->x->decision.action == ACTION_BLOCK) {
@@ -425,10 +434,15 @@ conn_request(struct conn *c)
 	if (is_connect) {
 		c->x->req_body.in = c->x->req_body.out = HTTP_BODY_NONE;
 		c->x->req_body.done = 1;
-	} else if (c->x->req.body == HTTP_BODY_NONE) {
+	} else if (c->x->req.body == HTTP_BODY_NONE ||
+	           (c->x->req.body == HTTP_BODY_LENGTH && c->x->req.length == 0)) {
 		c->x->req_body.done = 1;
 	}
-	if (!is_connect && conn_body_needed(c)) {
+	if (!is_connect && !c->x->req_body.done) {
+		if (!conn_body_needed(c)) {
+			conn_proceed(c);
+			return;
+		}
 		c->x->held = evbuffer_new();
 		c->x->req_body.out = HTTP_BODY_NONE; /* raw data into held */
 		if (c->x->req.flags & HTTP_F_EXPECT_CONTINUE) {

@@ -561,6 +561,12 @@ audit_build(struct audit *a, const struct audit_event *ev)
 	audit_add_cstr(b, "qtype", ev->qtype, &truncated);
 	audit_add_cstr(b, "rcode", ev->rcode, &truncated);
 	audit_add_cstr(b, "error", ev->error, &truncated);
+	audit_add_cstr(b, "addr", ev->addr, &truncated);
+	audit_add_cstr(b, "sni", ev->sni, &truncated);
+	audit_add_cstr(b, "tls", ev->tls, &truncated);
+	audit_add_cstr(b, "hint", ev->hint, &truncated);
+	if (ev->cached)
+		buf_adds(b, ",\"cached\":true");
 	if (truncated)
 		buf_adds(b, ",\"truncated\":true");
 	buf_adds(b, ",\"prev\":\"");

@@ -138,6 +138,12 @@ struct audit_event {
 	const char *qtype;
 	const char *rcode;
 	const char *error;
+	/* Extra fields (v1 allows additions). */
+	const char *addr; /* the address actually connected to */
+	const char *sni;  /* TLS server name the client sent */
+	const char *tls;  /* intercept | passthrough | tunnel */
+	const char *hint; /* what the user can do about an error */
+	int cached;       /* 1: answered from the resolver cache */
 };
 void audit_event_init(struct audit_event *);
 struct audit *audit_open(const char *, char *, size_t);

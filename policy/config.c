@@ -444,6 +444,8 @@ config_merge(struct config *cfg, struct config *layer)
 	CONFIG_MERGE(cfg, layer, proxy_port);
 	CONFIG_MERGE(cfg, layer, dns_port);
 	CONFIG_MERGE(cfg, layer, max_graphql_body);
+	CONFIG_MERGE(cfg, layer, ca_name_constraints);
+	CONFIG_MERGE(cfg, layer, ca_lifetime_hours);
 	if (layer->audit_path_loc.line > 0) {
 		free(cfg->audit_path);
 		cfg->audit_path = layer->audit_path;
@@ -553,6 +555,7 @@ config_new(char *const *files, size_t nfiles)
 	cfg->proxy_port = 18080;
 	cfg->dns_port = 15353;
 	cfg->max_graphql_body = CONFIG_DEFAULT_GRAPHQL_BODY;
+	cfg->ca_lifetime_hours = CONFIG_DEFAULT_CA_HOURS;
 	return cfg;
 }
 
@@ -728,6 +731,10 @@ config_dump(const struct config *cfg, struct buf *out)
 	config_dump_src(out, &cfg->dns_port_loc);
 	buf_printf(out, "  maxGraphqlBody: %zu", cfg->max_graphql_body);
 	config_dump_src(out, &cfg->max_graphql_body_loc);
+	buf_adds(out, "ca:\n");
+	CONFIG_DUMP_BOOL(out, "nameConstraints", cfg, ca_name_constraints);
+	buf_printf(out, "  lifetimeHours: %d", cfg->ca_lifetime_hours);
+	config_dump_src(out, &cfg->ca_lifetime_hours_loc);
 	if (cfg->audit_path == NULL) {
 		buf_adds(out,
 		         "audit: {}  # path not set: egressd --audit decides (default stdout)\n");

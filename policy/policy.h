@@ -205,6 +205,10 @@ struct config {
 	struct cfg_loc max_graphql_body_loc;
 	char *audit_path;
 	struct cfg_loc audit_path_loc;
+	int ca_name_constraints; /* strict mode: the CA permits only the allowlist */
+	struct cfg_loc ca_name_constraints_loc;
+	int ca_lifetime_hours;
+	struct cfg_loc ca_lifetime_hours_loc;
 };
 #define CONFIG_MAX_FILE_SIZE        (4 * 1024 * 1024)
 #define CONFIG_MAX_DEPTH            64
@@ -213,6 +217,8 @@ struct config {
 #define CONFIG_MAX_SHOWN            80  /* bytes of an untrusted string in a message */
 #define CONFIG_DEFAULT_GRAPHQL_BODY 1048576
 #define CONFIG_MAX_GRAPHQL_BODY     16777216
+#define CONFIG_DEFAULT_CA_HOURS     168 /* 7 days */
+#define CONFIG_MAX_CA_HOURS         87600
 struct config *config_load(char *const *, size_t, struct buf *);
 struct config *config_load_mem(const char *, const char *, size_t, struct buf *);
 void config_free(struct config *);
@@ -262,5 +268,33 @@ int policy_addr_allowed(const struct policy *, const struct addr *, const struct
 int policy_passthrough(const struct policy *, const struct host *, struct domain_match *);
 const char *policy_action_name(enum policy_action);
 const char *policy_mode_note(enum policy_mode);
+
+/* review.c */
+#include <signal.h>
+#include <stdio.h>
+struct review_filter {
+	int actions; /* REVIEW_ONLY_* bits; 0: every action */
+#define REVIEW_ONLY_BLOCK 0x1
+#define REVIEW_ONLY_FLAG  0x2
+	const char *host_glob; /* fnmatch(3) pattern over host or qname; NULL: any */
+	const char *events;    /* comma-separated event types; NULL: any */
+	int64_t since_ms;      /* first ms included; INT64_MIN: no bound */
+	int64_t until_ms;      /* first ms excluded; INT64_MAX: no bound */
+};
+struct review_opts {
+	struct review_filter filter;
+	const char *name; /* the input as reports name it */
+	FILE *err;        /* diagnostics (bad lines in --suggest/--html, follow notices) */
+	int json;
+	int color;
+	int interval_ms; /* --follow poll interval */
+};
+void review_opts_init(struct review_opts *);
+const char *review_time_parse(const char *, int64_t, int64_t *);
+int review_summary(FILE *, FILE *, const struct review_opts *);
+int review_verify(FILE *, FILE *, const struct review_opts *);
+int review_suggest(FILE *, FILE *, const struct review_opts *);
+int review_html(FILE *, FILE *, const struct review_opts *);
+int review_follow(const char *, FILE *, const struct review_opts *, volatile sig_atomic_t *);
 
 #endif

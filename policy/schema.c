@@ -73,6 +73,7 @@ static const struct schema_key schema_keys[] = {
     {NULL, "version", SCHEMA_ENUM, schema_store_none, 0, 0, 0, 0, schema_versions, 0},
     {NULL, "network", SCHEMA_SECTION, NULL, 0, 0, 0, 0, NULL, 0},
     {NULL, "audit", SCHEMA_SECTION, NULL, 0, 0, 0, 0, NULL, 0},
+    {NULL, "ca", SCHEMA_SECTION, NULL, 0, 0, 0, 0, NULL, 0},
     {NULL, "state", SCHEMA_SKIP, NULL, 0, 0, 0, 0, NULL, 0},
     {NULL, "image", SCHEMA_SKIP, NULL, 0, 0, 0, 0, NULL, 0},
     {NULL, "project", SCHEMA_SKIP, NULL, 0, 0, 0, 0, NULL, 0},
@@ -106,6 +107,10 @@ static const struct schema_key schema_keys[] = {
      CONFIG_MAX_GRAPHQL_BODY, NULL, 0},
 
     {"audit", "path", SCHEMA_STRING, schema_store_string, F(audit_path), 0, 0, NULL, 0},
+
+    {"ca", "nameConstraints", SCHEMA_BOOL, schema_store_int, F(ca_name_constraints), 0, 0, NULL, 0},
+    {"ca", "lifetimeHours", SCHEMA_INT, schema_store_int, F(ca_lifetime_hours), 1,
+     CONFIG_MAX_CA_HOURS, NULL, 0},
 };
 
 #undef F

@@ -25,6 +25,7 @@
 static void conn_read_head(struct conn *);
 static void conn_upstream_cb(void *, struct upstream_result *);
 static void conn_set_state(struct conn *, enum conn_state);
+static void conn_tls_failed(struct conn *, const char *);
 
 static void
 conn_timer_cb(evutil_socket_t fd, short what, void *arg)
@@ -37,6 +38,9 @@ conn_timer_cb(evutil_socket_t fd, short what, void *arg)
 		return;
 	case CONN_READ_BODY:
 		conn_close(c, "request body timeout");
+		return;
+	case CONN_HANDSHAKE:
+		conn_tls_failed(c, "TLS handshake timed out");
 		return;
 	default:
 		conn_close(c, "timeout");
@@ -63,7 +67,11 @@ conn_set_state(struct conn *c, enum conn_state s)
 		tv.tv_sec = lim->connect_timeout + 1; /* the job has its own timer */
 		break;
 	case CONN_FLUSH:
+	case CONN_TLS_WAIT:
 		tv.tv_sec = CONN_DRAIN_SECS;
+		break;
+	case CONN_HANDSHAKE:
+		tv.tv_sec = lim->header_timeout;
 		break;
 	case CONN_EXCHANGE:
 	case CONN_TUNNEL:
@@ -96,6 +104,7 @@ conn_audit(struct conn *c)
 {
 	struct audit_event ev;
 	const char *method;
+	char addr[64];
 	int is_connect;
 
 	if (c->x == NULL || (c->flags & CONN_F_AUDITED) || !c->x->req_parsed)
@@ -115,7 +124,12 @@ conn_audit(struct conn *c)
 	ev.client = c->client_addr;
 	ev.host = c->x->host.name[0] ? c->x->host.name : NULL;
 	ev.port = c->x->port ? c->x->port : -1;
-	ev.scheme = is_connect ? NULL : "http";
+	ev.scheme = is_connect ? NULL : (c->flags & CONN_F_TLS) ? "https" : "http";
+	ev.tls = c->x->tls;
+	if (c->upstream != NULL) {
+		addr_format(&c->upstream->addr, addr, sizeof addr);
+		ev.addr = addr;
+	}
 	ev.method = method;
 	ev.path = c->x->path;
 	ev.status = c->x->status ? c->x->status : -1;
@@ -324,6 +338,130 @@ conn_body_encoded(const struct conn *c)
 }
 
 static void conn_proceed(struct conn *);
+static void conn_request_body(struct conn *, int);
+static void conn_client_read_cb(struct bufferevent *, void *);
+static void conn_client_write_cb(struct bufferevent *, void *);
+static void conn_event_cb(struct bufferevent *, short, void *);
+
+/*
+ * How an allowed CONNECT is carried: NULL to intercept it, else the kind
+ * of byte tunnel. Hosts in network.passthrough are tunnelled untouched;
+ * so are allowlisted hosts on ports other than 443, where the allowlist
+ * already permits everything and the protocol need not be TLS at all.
+ */
+static const char *
+conn_tunnel_kind(struct conn *c)
+{
+	struct domain_match m;
+	const char *list = c->x->decision.list;
+
+	if (c->x->host.kind == HOST_NAME && policy_passthrough(c->policy, &c->x->host, &m))
+		return "passthrough";
+	if (c->e->tls == NULL ||
+	    (list != NULL && strcmp(list, "allowlist") == 0 && c->x->port != 443))
+		return "tunnel";
+	return NULL;
+}
+
+/* One `tls` audit event: a handshake with the client that did not succeed. */
+static void
+conn_audit_tls(struct conn *c, const char *rule, const char *reason, const char *error,
+               const char *hint)
+{
+	struct audit_event ev;
+
+	audit_event_init(&ev);
+	ev.event = "tls";
+	ev.action = "block";
+	ev.rule = rule;
+	ev.source = rule != NULL ? "builtin" : NULL;
+	ev.reason = reason;
+	ev.mode = conn_mode(c);
+	ev.client = c->client_addr;
+	ev.host = c->ihost.name;
+	ev.port = c->iport;
+	ev.sni = c->sni[0] ? c->sni : NULL;
+	ev.tls = "intercept";
+	ev.error = error;
+	ev.hint = hint;
+	audit_write(c->e->audit, &ev);
+}
+
+static void
+conn_tls_failed(struct conn *c, const char *error)
+{
+	char hint[1024];
+	const char *ca = tls_ca_path(c->e->tls), *bundle = tls_bundle_path(c->e->tls);
+
+	if (c->flags & CONN_F_SNI_MISMATCH) {
+		conn_audit_tls(c, "sni-mismatch",
+		               "the TLS server name differs from the CONNECT host", error, NULL);
+		conn_close(c, "SNI differs from the CONNECT host");
+		return;
+	}
+	hint[0] = '\0';
+	if (tls_error_is_trust(error))
+		snprintf(
+		    hint, sizeof hint,
+		    "the client may not trust egressd's CA: give it %s (NODE_EXTRA_CA_CERTS=%s; "
+		    "SSL_CERT_FILE, REQUESTS_CA_BUNDLE, CURL_CA_BUNDLE, GIT_SSL_CAINFO=%s)",
+		    ca, ca, bundle != NULL ? bundle : ca);
+	conn_audit_tls(c, NULL, "TLS handshake with the client failed", error,
+	               hint[0] ? hint : NULL);
+	conn_close(c, "TLS handshake failed");
+}
+
+/* The 200 is out: answer the client's TLS with a leaf for the CONNECT host. */
+static void
+conn_tls_start(struct conn *c)
+{
+	struct bufferevent *bev;
+
+	bev = tls_accept(c->e->tls, c->e->base, c, &c->client.bev);
+	if (bev == NULL) {
+		conn_tls_failed(c, "cannot set up TLS for this host");
+		return;
+	}
+	c->client.bev = bev;
+	c->client.plain = 0;
+	bufferevent_setcb(bev, conn_client_read_cb, conn_client_write_cb, conn_event_cb,
+	                  &c->client);
+	bufferevent_setwatermark(bev, EV_WRITE, RELAY_LOW_MARK, 0);
+	bufferevent_enable(bev, EV_READ | EV_WRITE);
+	conn_set_state(c, CONN_HANDSHAKE);
+}
+
+/*
+ * An allowed CONNECT that is intercepted: 200 at once (each request
+ * inside gets its own upstream and decision), the CONNECT audited, then
+ * TLS with the client. From here on the connection carries origin-form
+ * requests for the CONNECT host only.
+ */
+static void
+conn_intercept(struct conn *c)
+{
+	static const char established[] = "HTTP/1.1 200 Connection established\r\n\r\n";
+
+	if (evbuffer_get_length(bufferevent_get_input(c->client.bev)) > 0) {
+		conn_error(c, 400, "Bad Request", "bytes sent before the tunnel was established");
+		return;
+	}
+	c->ihost = c->x->host;
+	c->iport = c->x->port;
+	c->x->status = 200;
+	c->x->tls = "intercept";
+	relay_send(&c->client, established, sizeof established - 1);
+	conn_audit(c);
+	conn_exchange_free(c);
+	/* The CONNECT's own Connection header says nothing about the requests inside. */
+	c->flags = (c->flags & ~CONN_F_CLIENT_CLOSE) | CONN_F_TLS;
+	if (evbuffer_get_length(bufferevent_get_output(c->client.bev)) > 0) {
+		bufferevent_disable(c->client.bev, EV_READ);
+		conn_set_state(c, CONN_TLS_WAIT);
+		return;
+	}
+	conn_tls_start(c);
+}
 
 static void
 conn_decide(struct conn *c)
@@ -360,14 +498,18 @@ conn_proceed(struct conn *c)
 		conn_block(c);
 		return;
 	}
+	if (strcmp(c->x->req.method, "CONNECT") == 0 && conn_tunnel_kind(c) == NULL) {
+		conn_intercept(c);
+		return;
+	}
 	/*
 	 * The client stays readable: bytes that come while connecting make
 	 * the read callback stop reading. Toggling it here would cost two
 	 * epoll_ctl calls on every request a pooled upstream serves at once.
 	 */
 	conn_set_state(c, CONN_CONNECTING);
-	c->job = upstream_get(c->e, c->policy, &c->x->host, c->x->port, &c->x->decision, 0,
-	                      conn_upstream_cb, c);
+	c->job = upstream_get(c->e, c->policy, &c->x->host, c->x->port, &c->x->decision,
+	                      (c->flags & CONN_F_TLS) ? UPSTREAM_F_TLS : 0, conn_upstream_cb, c);
 }
 
 /* Read the body the decision needs into c->x->held, up to maxGraphqlBody. */
@@ -394,15 +536,85 @@ conn_hold_body(struct conn *c)
 	conn_decide(c);
 }
 
+/*
+ * Whether a Host header names the intercepted host: the same name or
+ * address, and the CONNECT port (443 may be left out).
+ */
+static int
+conn_host_matches(const struct conn *c, const char *hv)
+{
+	const char *colon, *end = hv + strlen(hv);
+	struct host h;
+	unsigned long port = 443;
+	char *pend;
+
+	if (*hv == '[') {
+		if ((colon = strchr(hv, ']')) == NULL)
+			return 0;
+		colon = colon[1] == ':' ? colon + 1 : colon[1] == '\0' ? NULL : end;
+		if (colon == end)
+			return 0;
+	} else
+		colon = strrchr(hv, ':');
+	if (colon != NULL) {
+		if (colon[1] < '0' || colon[1] > '9')
+			return 0;
+		port = strtoul(colon + 1, &pend, 10);
+		if (*pend != '\0' || port > 65535)
+			return 0;
+		end = colon;
+	}
+	if (host_parse(hv, (size_t)(end - hv), &h) != NULL)
+		return 0;
+	return h.kind == c->ihost.kind && strcmp(h.name, c->ihost.name) == 0 && port == c->iport;
+}
+
+/*
+ * A request inside an intercepted connection: origin-form (or absolute
+ * https:// for the same host), and its Host must be the CONNECT host, so
+ * a tunnel opened for one name cannot carry requests for another on the
+ * same server (domain fronting).
+ */
+static void
+conn_request_inside(struct conn *c)
+{
+	const struct http_target *u = &c->x->req.uri;
+	const char *hv = http_msg_header(&c->x->req, "Host");
+
+	c->x->host = c->ihost;
+	c->x->port = c->iport;
+	if (strcmp(c->x->req.method, "CONNECT") == 0 ||
+	    (u->form != HTTP_TARGET_ORIGIN && u->form != HTTP_TARGET_ABSOLUTE)) {
+		conn_error(c, 400, "Bad Request", "expected an origin-form request inside TLS");
+		return;
+	}
+	if (u->form == HTTP_TARGET_ABSOLUTE &&
+	    (strcmp(u->scheme, "https") != 0 || !conn_host_matches(c, u->authority))) {
+		conn_error(c, 421, "Misdirected Request",
+		           "the request names another host than the CONNECT");
+		return;
+	}
+	if (hv == NULL || !conn_host_matches(c, hv)) {
+		conn_error(c, 421, "Misdirected Request",
+		           "the Host header names another host than the CONNECT");
+		return;
+	}
+	c->x->authority = u->form == HTTP_TARGET_ABSOLUTE ? u->authority : hv;
+	conn_request_body(c, 0);
+}
+
 /* The head of a request is in: parse its target and decide or hold its body. */
 static void
 conn_request(struct conn *c)
 {
 	const char *err;
-	char *q;
 	int is_connect = strcmp(c->x->req.method, "CONNECT") == 0;
 
 	c->x->t_start = time_mono_ms();
+	if (c->flags & CONN_F_TLS) {
+		conn_request_inside(c);
+		return;
+	}
 	if (!is_connect && c->x->req.uri.form != HTTP_TARGET_ABSOLUTE) {
 		conn_error(
 		    c, 400, "Bad Request",
@@ -420,6 +632,16 @@ conn_request(struct conn *c)
 		return;
 	}
 	c->x->port = c->x->req.uri.port;
+	c->x->authority = c->x->req.uri.authority;
+	conn_request_body(c, is_connect);
+}
+
+/* Set up the request body's framing, then decide or hold the body. */
+static void
+conn_request_body(struct conn *c, int is_connect)
+{
+	char *q;
+
 	if (!is_connect) {
 		q = strchr(c->x->req.uri.path, '?');
 		c->x->path = xstrndup(c->x->req.uri.path, q ? (size_t)(q - c->x->req.uri.path)
@@ -552,6 +774,9 @@ conn_client_read_cb(struct bufferevent *bev, void *arg)
 	case CONN_FLUSH:
 		evbuffer_drain(bufferevent_get_input(bev), (size_t)-1);
 		break;
+	case CONN_TLS_WAIT:
+	case CONN_HANDSHAKE:
+		break;
 	}
 }
 
@@ -561,9 +786,14 @@ conn_client_write_cb(struct bufferevent *bev, void *arg)
 	struct conn_side *s = arg;
 	struct conn *c = s->conn;
 
-	if (c->state == CONN_FLUSH) {
+	if (c->state == CONN_FLUSH || (c->flags & CONN_F_CLOSE_FLUSHED)) {
 		if (evbuffer_get_length(bufferevent_get_output(bev)) == 0)
 			conn_close(c, "done");
+		return;
+	}
+	if (c->state == CONN_TLS_WAIT) {
+		if (evbuffer_get_length(bufferevent_get_output(bev)) == 0)
+			conn_tls_start(c);
 		return;
 	}
 	if (c->up.throttled)
@@ -594,6 +824,11 @@ conn_up_write_cb(struct bufferevent *bev, void *arg)
 	struct conn_side *s = arg;
 	struct conn *c = s->conn;
 
+	if (c->flags & CONN_F_CLOSE_FLUSHED) {
+		if (evbuffer_get_length(bufferevent_get_output(bev)) == 0)
+			conn_close(c, "tunnel closed");
+		return;
+	}
 	if (c->client.throttled)
 		relay_pump(c);
 }
@@ -620,7 +855,8 @@ conn_retry(struct conn *c)
 	conn_set_state(c, CONN_CONNECTING);
 	bufferevent_disable(c->client.bev, EV_READ);
 	c->job = upstream_get(c->e, c->policy, &c->x->host, c->x->port, &c->x->decision,
-	                      UPSTREAM_F_FRESH, conn_upstream_cb, c);
+	                      UPSTREAM_F_FRESH | ((c->flags & CONN_F_TLS) ? UPSTREAM_F_TLS : 0),
+	                      conn_upstream_cb, c);
 	return 1;
 }
 
@@ -630,7 +866,19 @@ conn_event_cb(struct bufferevent *bev, short what, void *arg)
 	struct conn_side *s = arg;
 	struct conn *c = s->conn;
 	int is_up = s == &c->up;
+	char why[256];
+	int verify;
 
+	if (c->state == CONN_HANDSHAKE && !is_up) {
+		if (what & BEV_EVENT_CONNECTED) {
+			conn_set_state(c, CONN_READ_HEAD);
+			conn_read_head(c);
+			return;
+		}
+		tls_error(bev, why, sizeof why, &verify);
+		conn_tls_failed(c, why);
+		return;
+	}
 	if (what & BEV_EVENT_TIMEOUT) {
 		if (is_up && c->state == CONN_EXCHANGE && !c->x->resp_parsed) {
 			conn_error(c, 504, "Gateway Timeout", "upstream response timed out");
@@ -692,7 +940,7 @@ conn_attach_upstream(struct conn *c, struct upstream *u)
 	c->up.bev = u->bev;
 	c->up.eof = 0;
 	c->up.throttled = 0;
-	c->up.plain = 1;
+	c->up.plain = !u->tls;
 	bufferevent_setcb(u->bev, conn_up_read_cb, conn_up_write_cb, conn_event_cb, &c->up);
 	bufferevent_setwatermark(u->bev, EV_WRITE, RELAY_LOW_MARK, 0);
 	/*
@@ -701,6 +949,40 @@ conn_attach_upstream(struct conn *c, struct upstream *u)
 	 * unregister it after) for every request a pooled upstream carries.
 	 */
 	bufferevent_enable(u->bev, EV_READ);
+}
+
+/*
+ * An allowed GET asking to become a WebSocket: the upgrade is passed on,
+ * and a 101 turns the connection into a byte relay. Other upgrades (h2c)
+ * are dropped and the request is served as plain HTTP/1.1.
+ */
+static int
+conn_is_websocket(const struct conn *c)
+{
+	return (c->x->req.flags & HTTP_F_UPGRADE) && strcmp(c->x->req.method, "GET") == 0 &&
+	       http_list_has(c->x->req.upgrade, "websocket");
+}
+
+/* Upstream TLS failed: audited as a `tls` event besides the 502's `http` one. */
+static void
+conn_audit_tls_upstream(struct conn *c, const struct upstream_result *r)
+{
+	struct audit_event ev;
+
+	audit_event_init(&ev);
+	ev.event = "tls";
+	ev.action = "block";
+	ev.rule = r->verify ? "upstream-certificate" : "upstream-tls";
+	ev.source = "builtin";
+	ev.reason = r->verify ? "the upstream's certificate did not verify"
+	                      : "TLS with the upstream failed";
+	ev.mode = conn_mode(c);
+	ev.client = c->client_addr;
+	ev.host = c->x->host.name;
+	ev.port = c->x->port;
+	ev.tls = "intercept";
+	ev.error = r->detail;
+	audit_write(c->e->audit, &ev);
 }
 
 /* Send the request head and what is already here of its body. */
@@ -715,8 +997,12 @@ conn_send_request(struct conn *c)
 		c->x->req.flags &= ~HTTP_F_EXPECT_CONTINUE;
 	}
 	buf_init(&head);
-	if (http_request_serialize(&c->x->req, c->x->req.uri.path, c->x->req.uri.authority, flags,
-	                           &head) == -1) {
+	if (conn_is_websocket(c)) {
+		flags |= HTTP_SER_UPGRADE;
+		c->x->upgrade = 1;
+	}
+	if (http_request_serialize(&c->x->req, c->x->req.uri.path, c->x->authority, flags, &head) ==
+	    -1) {
 		buf_free(&head);
 		conn_error(c, 400, "Bad Request", "request cannot be forwarded");
 		return;
@@ -759,6 +1045,13 @@ conn_upstream_cb(void *arg, struct upstream_result *r)
 		conn_block(c);
 		return;
 	}
+	if (r->err == UPSTREAM_E_TLS) {
+		snprintf(detail, sizeof detail, "upstream TLS with %s:%u failed: %s",
+		         c->x->host.name, c->x->port, r->detail);
+		conn_audit_tls_upstream(c, r);
+		conn_error(c, 502, "Bad Gateway", detail);
+		return;
+	}
 	if (r->err != UPSTREAM_OK) {
 		snprintf(detail, sizeof detail, "%s: %s:%u%s%s", upstream_strerror(r->err),
 		         c->x->host.name, c->x->port, r->sys_errno ? ": " : "",
@@ -774,14 +1067,22 @@ conn_upstream_cb(void *arg, struct upstream_result *r)
 	conn_attach_upstream(c, r->u);
 	if (strcmp(c->x->req.method, "CONNECT") == 0) {
 		c->x->status = 200;
+		c->x->tls = conn_tunnel_kind(c);
 		relay_send(&c->client, established, sizeof established - 1);
 		c->flags |= CONN_F_RESP_STARTED;
-		conn_set_state(c, CONN_TUNNEL);
-		bufferevent_enable(c->client.bev, EV_READ);
-		relay_pump(c);
+		conn_tunnel(c);
 		return;
 	}
 	conn_send_request(c);
+}
+
+/* Relay bytes both ways from now on: a CONNECT tunnel or an upgraded exchange. */
+void
+conn_tunnel(struct conn *c)
+{
+	conn_set_state(c, CONN_TUNNEL);
+	bufferevent_enable(c->client.bev, EV_READ);
+	relay_pump(c);
 }
 
 void

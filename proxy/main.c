@@ -20,29 +20,36 @@
 #include <event2/event.h>
 
 #include "proxy.h"
+#include "resolver.h"
 
 #define EGRESSD_DEFAULT_PROXY "127.0.0.1:18080"
 #define EXIT_CONFIG           2
 
 struct egressd_opts {
 	const char *proxy;
+	const char *dns;
 	const char *audit;
 	char **upstream_dns;
 	size_t nupstream_dns;
 	int ready_fd;
 	int check;
 	int allow_non_loopback;
+	struct tls_opts tls;
 };
 
 static void
 usage(FILE *f)
 {
-	fprintf(f,
-	        "usage: egressd [--config FILE]... [--proxy ADDR:PORT] [--audit FILE|-]\n"
-	        "               [--upstream-dns ADDR[:PORT]]... [--ready-fd N] [--check]\n"
-	        "               [--allow-non-loopback] [--max-conns N] [--header-timeout S]\n"
-	        "               [--idle-timeout S] [--connect-timeout S] [--response-timeout S]\n"
-	        "               [--grace S] [-v]\n");
+	fprintf(
+	    f,
+	    "usage: egressd [--config FILE]... [--proxy ADDR:PORT] [--dns ADDR:PORT] [--audit "
+	    "FILE|-]\n"
+	    "               [--upstream-dns ADDR[:PORT]]... [--ready-fd N] [--check]\n"
+	    "               [--ca-out FILE] [--ca-bundle-out FILE] [--ca-cert FILE --ca-key FILE]\n"
+	    "               [--upstream-ca FILE]\n"
+	    "               [--allow-non-loopback] [--max-conns N] [--header-timeout S]\n"
+	    "               [--idle-timeout S] [--connect-timeout S] [--response-timeout S]\n"
+	    "               [--grace S] [-v]\n");
 }
 
 static int
@@ -119,6 +126,7 @@ egressd_reload_cb(evutil_socket_t sig, short what, void *arg)
 		/* Connections keep the snapshot they started with. */
 		policy_unref(e->policy);
 		e->policy = p;
+		resolver_set_policy(e->resolver, p);
 		log_info("policy reloaded (mode %s)", config_mode_name(policy_mode(p)));
 		ev.action = "allow";
 		ev.reason = "policy reloaded";
@@ -173,6 +181,8 @@ egressd_term_cb(evutil_socket_t sig, short what, void *arg)
 	         e->nconns == 1 ? "" : "s", e->lim.grace);
 	if (e->proxy_lst != NULL)
 		listener_pause(e->proxy_lst);
+	if (e->resolver != NULL)
+		resolver_stop(e->resolver);
 	conn_drain_idle(e);
 	if (e->nconns == 0) {
 		egressd_stop(e);
@@ -182,28 +192,85 @@ egressd_term_cb(evutil_socket_t sig, short what, void *arg)
 	evtimer_add(e->ev_grace, &tv);
 }
 
+/* The resolver's DNS sockets: inherited ("dns", "dns-tcp"), or bound here. */
+static int
+egressd_dns_listen(struct egressd *e, struct egressd_opts *o, int *udp, int *tcp)
+{
+	char addr[64], err[256];
+
+	*udp = listen_inherited("dns", SOCK_DGRAM);
+	*tcp = listen_inherited("dns-tcp", SOCK_STREAM);
+	if (*udp != -1 || *tcp != -1) {
+		fprintf(stderr, "egressd: dns on inherited fds %d (udp) and %d (tcp)\n", *udp,
+		        *tcp);
+	} else {
+		if (o->dns != NULL)
+			snprintf(addr, sizeof addr, "%s", o->dns);
+		else
+			snprintf(addr, sizeof addr, "127.0.0.1:%d",
+			         policy_config(e->policy)->dns_port);
+		if (listen_bind(addr, udp, tcp, err, sizeof err) == -1) {
+			fprintf(stderr, "egressd: --dns %s: %s\n", addr, err);
+			return -1;
+		}
+		listen_local_text(*udp, addr, sizeof addr);
+		fprintf(stderr, "egressd: dns listening on %s (udp and tcp)\n", addr);
+	}
+	if (!o->allow_non_loopback && ((*udp != -1 && !listen_is_loopback(*udp)) ||
+	                               (*tcp != -1 && !listen_is_loopback(*tcp)))) {
+		fprintf(stderr, "egressd: the dns listener is not on a loopback address; an open "
+		                "resolver answers anyone. Pass --allow-non-loopback if that is "
+		                "really meant.\n");
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * The in-process resolver: upstreams from --upstream-dns, else the
+ * nameservers of /etc/resolv.conf; it serves the dns listener and the
+ * proxy's own lookups.
+ */
 static int
 egressd_dns_init(struct egressd *e, struct egressd_opts *o)
 {
+	struct resolver_conf rc;
+	const char *err;
+	int udp = -1, tcp = -1;
 	size_t i;
-	int rc;
 
-	if (o->nupstream_dns == 0) {
-		e->dns = evdns_base_new(e->base, EVDNS_BASE_INITIALIZE_NAMESERVERS);
-		if (e->dns == NULL) {
-			log_warnx(
-			    "cannot read the resolvers of /etc/resolv.conf; use --upstream-dns");
-			return -1;
-		}
-		return 0;
-	}
-	if ((e->dns = evdns_base_new(e->base, 0)) == NULL)
-		return -1;
+	resolver_conf_init(&rc);
 	for (i = 0; i < o->nupstream_dns; i++) {
-		if ((rc = evdns_base_nameserver_ip_add(e->dns, o->upstream_dns[i])) != 0) {
-			log_warnx("--upstream-dns %s: not an address[:port]", o->upstream_dns[i]);
+		if ((err = resolver_conf_add_upstream(&rc, o->upstream_dns[i])) != NULL) {
+			fprintf(stderr, "egressd: --upstream-dns %s: %s\n", o->upstream_dns[i],
+			        err);
 			return -1;
 		}
+	}
+	if (o->nupstream_dns == 0 &&
+	    (err = resolver_conf_resolv(&rc, "/etc/resolv.conf")) != NULL) {
+		fprintf(stderr, "egressd: /etc/resolv.conf: %s; use --upstream-dns\n", err);
+		return -1;
+	}
+	if (egressd_dns_listen(e, o, &udp, &tcp) == -1)
+		return -1;
+	e->resolver = resolver_new(e->base, &rc, e->policy, e->audit);
+	if (resolver_listen(e->resolver, udp, tcp) == -1) {
+		fprintf(stderr, "egressd: cannot serve dns\n");
+		return -1;
+	}
+	return 0;
+}
+
+/* The CA, its exported certificate and the TLS contexts; before listening. */
+static int
+egressd_tls_init(struct egressd *e, struct egressd_opts *o)
+{
+	char err[512];
+
+	if ((e->tls = tls_new(&o->tls, policy_config(e->policy), err, sizeof err)) == NULL) {
+		fprintf(stderr, "egressd: TLS interception: %s\n", err);
+		return -1;
 	}
 	return 0;
 }
@@ -235,6 +302,7 @@ egressd_parse(int argc, char **argv, struct egressd *e, struct egressd_opts *o)
 	    {"proxy", required_argument, NULL, 'p'},
 	    {"audit", required_argument, NULL, 'a'},
 	    {"upstream-dns", required_argument, NULL, 'u'},
+	    {"dns", required_argument, NULL, 'D'},
 	    {"ready-fd", required_argument, NULL, 'r'},
 	    {"check", no_argument, NULL, 'C'},
 	    {"allow-non-loopback", no_argument, NULL, 'L'},
@@ -244,6 +312,11 @@ egressd_parse(int argc, char **argv, struct egressd *e, struct egressd_opts *o)
 	    {"connect-timeout", required_argument, NULL, 4},
 	    {"response-timeout", required_argument, NULL, 5},
 	    {"grace", required_argument, NULL, 6},
+	    {"ca-out", required_argument, NULL, 7},
+	    {"ca-bundle-out", required_argument, NULL, 8},
+	    {"ca-cert", required_argument, NULL, 9},
+	    {"ca-key", required_argument, NULL, 10},
+	    {"upstream-ca", required_argument, NULL, 11},
 	    {"verbose", no_argument, NULL, 'v'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
@@ -263,6 +336,9 @@ egressd_parse(int argc, char **argv, struct egressd *e, struct egressd_opts *o)
 			break;
 		case 'a':
 			o->audit = optarg;
+			break;
+		case 'D':
+			o->dns = optarg;
 			break;
 		case 'u':
 			o->upstream_dns = xreallocarray(o->upstream_dns, o->nupstream_dns + 1,
@@ -307,6 +383,21 @@ egressd_parse(int argc, char **argv, struct egressd *e, struct egressd_opts *o)
 			break;
 		case 6:
 			dst = &e->lim.grace;
+			break;
+		case 7:
+			o->tls.ca_out = optarg;
+			break;
+		case 8:
+			o->tls.ca_bundle_out = optarg;
+			break;
+		case 9:
+			o->tls.ca_cert = optarg;
+			break;
+		case 10:
+			o->tls.ca_key = optarg;
+			break;
+		case 11:
+			o->tls.upstream_ca = optarg;
 			break;
 		default:
 			usage(stderr);
@@ -488,7 +579,7 @@ main(int argc, char **argv)
 	if ((e.base = egressd_base_new()) == NULL)
 		fatalx("cannot create the event loop");
 	if (egressd_open_audit(&e, &o) == -1 || egressd_dns_init(&e, &o) == -1 ||
-	    egressd_listen(&e, &o, shown, sizeof shown) == -1)
+	    egressd_tls_init(&e, &o) == -1 || egressd_listen(&e, &o, shown, sizeof shown) == -1)
 		goto out;
 	e.pool = upstream_pool_new(&e);
 	e.scratch = evbuffer_new();
@@ -502,6 +593,7 @@ main(int argc, char **argv)
 	e.ev_trim = event_new(e.base, -1, EV_PERSIST, egressd_trim_cb, &e);
 	event_add(e.ev_trim, &(struct timeval){1, 0});
 	egressd_print_usage_lines(shown);
+	tls_print_trust(e.tls, stderr);
 	egressd_audit_daemon(&e, "started", NULL);
 	egressd_ready(&o);
 	event_base_dispatch(e.base);
@@ -512,6 +604,7 @@ out:
 	conn_close_all(&e, "shutdown");
 	listener_free(e.proxy_lst);
 	upstream_pool_free(e.pool);
+	resolver_free(e.resolver);
 	if (e.scratch)
 		evbuffer_free(e.scratch);
 	if (e.ev_hup)
@@ -532,6 +625,7 @@ out:
 		evdns_base_free(e.dns, 0);
 	audit_close(e.audit);
 	policy_unref(e.policy);
+	tls_free(e.tls);
 	if (e.base)
 		event_base_free(e.base);
 	free(e.files);

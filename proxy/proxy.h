@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <sys/queue.h>
 #include <sys/socket.h>
@@ -151,6 +152,8 @@ struct conn;
 struct upstream;
 struct evconnlistener;
 struct evdns_base;
+struct resolver;
+struct tls;
 
 struct egressd_limits {
 	unsigned max_conns;           /* client connections at once */
@@ -168,7 +171,9 @@ struct egressd_limits {
 struct egressd {
 	struct event_base *base;
 	struct evdns_base *dns;
-	struct policy *policy; /* current snapshot; conns hold their own ref */
+	struct resolver *resolver; /* DNS: the listener and the proxy's lookups */
+	struct tls *tls;           /* interception: the CA, leaves and TLS contexts */
+	struct policy *policy;     /* current snapshot; conns hold their own ref */
 	struct audit *audit;
 	char **files; /* --config, in order */
 	size_t nfiles;
@@ -212,6 +217,8 @@ enum conn_state {
 	CONN_EXCHANGE,   /* request going up, response coming down */
 	CONN_TUNNEL,     /* CONNECT: bytes both ways */
 	CONN_FLUSH,      /* writing a last response, then close */
+	CONN_TLS_WAIT,   /* 200 to CONNECT still being written, then TLS */
+	CONN_HANDSHAKE,  /* TLS handshake with the client */
 };
 
 /* How one body is moving from one side to the other. */
@@ -239,8 +246,11 @@ struct exchange {
 	struct http_msg resp;
 	int req_parsed;
 	int resp_parsed;
-	int retried; /* resent once after a stale pooled upstream */
-	int interim; /* 1xx responses seen */
+	int retried;           /* resent once after a stale pooled upstream */
+	int interim;           /* 1xx responses seen */
+	int upgrade;           /* a WebSocket upgrade was sent up */
+	const char *authority; /* host[:port] for the upstream's Host header */
+	const char *tls;       /* CONNECT: intercept, passthrough or tunnel */
 	struct host host;
 	uint16_t port;
 	char *path; /* no query string: it may carry secrets */
@@ -267,12 +277,18 @@ struct conn {
 #define CONN_F_RESP_STARTED  0x4  /* response bytes went to the client */
 #define CONN_F_CLIENT_CLOSE  0x8  /* close after this exchange */
 #define CONN_F_CONTINUE_SENT 0x10 /* we answered 100 Continue ourselves */
+#define CONN_F_TLS           0x20 /* intercepted: the client side is TLS */
+#define CONN_F_SNI_MISMATCH  0x40 /* the client's SNI named another host */
+#define CONN_F_CLOSE_FLUSHED 0x80 /* tunnel: close once the peer's output is written */
 	struct conn_side client;
 	struct conn_side up;
 	struct upstream *upstream;
 	struct upstream_job *job;
 	struct event *timer;
 	char client_addr[64];
+	struct host ihost; /* intercepted: the CONNECT host and port */
+	uint16_t iport;
+	char sni[256];
 
 	struct exchange *x; /* the exchange in progress; NULL between requests */
 };
@@ -284,6 +300,7 @@ void conn_close_all(struct egressd *, const char *);
 void conn_error(struct conn *, int, const char *, const char *);
 void conn_flush_close(struct conn *);
 void conn_exchange_done(struct conn *);
+void conn_tunnel(struct conn *);
 
 /* relay.c */
 #define RELAY_HIGH_MARK   (256 * 1024) /* stop reading a side past this much queued */
@@ -309,6 +326,7 @@ struct upstream {
 	struct event *idle_timer;
 	struct upstream_pool *pool;
 	int reused; /* came from the pool */
+	int tls;    /* TLS to the upstream, verified */
 };
 enum upstream_err {
 	UPSTREAM_OK,
@@ -316,12 +334,15 @@ enum upstream_err {
 	UPSTREAM_E_CONNECT,
 	UPSTREAM_E_TIMEOUT,
 	UPSTREAM_E_BLOCKED, /* the guard refused every address */
+	UPSTREAM_E_TLS,     /* handshake failed; detail says why */
 };
 struct upstream_result {
 	struct upstream *u; /* NULL on error */
 	int err;
 	int sys_errno;
 	const struct decision *blocked; /* UPSTREAM_E_BLOCKED: the guard's answer */
+	int verify;                     /* UPSTREAM_E_TLS: the certificate was refused */
+	char detail[256];               /* UPSTREAM_E_TLS */
 };
 typedef void (*upstream_cb)(void *, struct upstream_result *);
 struct upstream_job;
@@ -329,11 +350,32 @@ struct upstream_pool *upstream_pool_new(struct egressd *);
 void upstream_pool_free(struct upstream_pool *);
 void upstream_pool_flush(struct upstream_pool *);
 #define UPSTREAM_F_FRESH 0x1 /* a new connection, not one from the pool */
+#define UPSTREAM_F_TLS   0x2 /* TLS to the upstream (intercepted requests) */
 struct upstream_job *upstream_get(struct egressd *, struct policy *, const struct host *, uint16_t,
                                   const struct decision *, int, upstream_cb, void *);
 void upstream_cancel(struct upstream_job *);
 void upstream_release(struct egressd *, struct upstream *, int);
 void upstream_free(struct upstream *);
 const char *upstream_strerror(int);
+
+/* tls.c */
+struct tls_opts {
+	const char *ca_out;
+	const char *ca_bundle_out;
+	const char *ca_cert;
+	const char *ca_key;
+	const char *upstream_ca;
+};
+struct bufferevent;
+struct tls *tls_new(const struct tls_opts *, const struct config *, char *, size_t);
+void tls_free(struct tls *);
+const char *tls_ca_path(const struct tls *);
+const char *tls_bundle_path(const struct tls *);
+void tls_print_trust(const struct tls *, FILE *);
+struct bufferevent *tls_accept(struct tls *, struct event_base *, struct conn *,
+                               struct bufferevent **);
+struct bufferevent *tls_connect(struct tls *, struct event_base *, int, const struct host *);
+void tls_error(struct bufferevent *, char *, size_t, int *);
+int tls_error_is_trust(const char *);
 
 #endif

@@ -147,6 +147,31 @@ relay_send(struct conn_side *s, const void *data, size_t len)
 		evbuffer_add(out, (const char *)data + w, len - (size_t)w);
 }
 
+/*
+ * 101 to a WebSocket upgrade: the response goes to the client restating
+ * the upgrade, and from then on the connection relays bytes both ways.
+ */
+static void
+relay_upgrade(struct conn *c)
+{
+	enum http_body out;
+	struct buf head;
+
+	c->x->resp_parsed = 1;
+	c->x->status = 101;
+	buf_init(&head);
+	if (http_response_serialize(&c->x->resp, c->x->req.version, HTTP_SER_UPGRADE, &head,
+	                            &out) == -1) {
+		buf_free(&head);
+		conn_error(c, 502, "Bad Gateway", "upgrade response cannot be forwarded");
+		return;
+	}
+	c->flags |= CONN_F_RESP_STARTED | CONN_F_CLIENT_CLOSE;
+	relay_send(&c->client, head.data, head.len);
+	buf_free(&head);
+	conn_tunnel(c);
+}
+
 /* Parse the response head; 100 Continue and other 1xx are handled here. */
 void
 relay_read_response(struct conn *c)
@@ -173,6 +198,10 @@ relay_read_response(struct conn *c)
 			return;
 		}
 		evbuffer_drain(in, c->x->resp.head_len);
+		if (c->x->resp.status == 101 && c->x->upgrade) {
+			relay_upgrade(c);
+			return;
+		}
 		if (c->x->resp.status >= 100 && c->x->resp.status < 200) {
 			/*
 			 * Interim: pass 100 on when the client asked for it; drop the
@@ -293,6 +322,15 @@ relay_tunnel_eof(struct conn *c, struct conn_side *s)
 	relay_pump(c);
 	if (c->client.eof && c->up.eof) {
 		conn_close(c, "tunnel closed");
+		return;
+	}
+	if (!s->peer->plain) {
+		/* TLS has no half-close: write what is queued, then close. */
+		bufferevent_disable(s->bev, EV_READ);
+		if (evbuffer_get_length(bufferevent_get_output(s->peer->bev)) == 0)
+			conn_close(c, "tunnel closed");
+		else
+			c->flags |= CONN_F_CLOSE_FLUSHED;
 		return;
 	}
 	if (evbuffer_get_length(bufferevent_get_output(s->peer->bev)) == 0)

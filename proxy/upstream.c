@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -68,6 +69,9 @@ struct upstream_job {
 	struct event *timer;     /* the whole resolve + connect phase */
 	int last_errno;
 	int any_allowed;
+	int tls;        /* UPSTREAM_F_TLS */
+	int tls_verify; /* the handshake failed on the certificate */
+	char tls_detail[256];
 	struct decision blocked; /* the guard's answer for a refused address */
 };
 
@@ -132,6 +136,10 @@ upstream_finish(struct upstream_job *j, struct upstream *u, int err)
 		blocked = j->blocked;
 		r.blocked = &blocked;
 	}
+	if (err == UPSTREAM_E_TLS) {
+		r.verify = j->tls_verify;
+		snprintf(r.detail, sizeof r.detail, "%s", j->tls_detail);
+	}
 	upstream_job_free(j);
 	cb(arg, &r);
 }
@@ -145,8 +153,50 @@ upstream_new(struct upstream_job *j, struct bufferevent *bev, const struct addr 
 	u->bev = bev;
 	u->addr = *a;
 	u->port = j->port;
+	u->tls = j->tls;
 	upstream_key(u->key, j->host.name, j->port);
 	return u;
+}
+
+/* The TLS handshake with the upstream is over, one way or the other. */
+static void
+upstream_tls_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	struct upstream_job *j = arg;
+	struct upstream *u;
+
+	if (what & BEV_EVENT_CONNECTED) {
+		bufferevent_setcb(bev, NULL, NULL, NULL, NULL);
+		u = upstream_new(j, bev, &j->addrs[j->next - 1]);
+		j->bev = NULL;
+		upstream_finish(j, u, 0);
+		return;
+	}
+	/*
+	 * A certificate that does not verify is not retried on the next
+	 * address: it is the host's answer, and a 502 says so.
+	 */
+	tls_error(bev, j->tls_detail, sizeof j->tls_detail, &j->tls_verify);
+	upstream_finish(j, NULL, UPSTREAM_E_TLS);
+}
+
+/* TCP is up: start TLS on the socket, verifying the host's certificate. */
+static void
+upstream_tls_start(struct upstream_job *j, struct bufferevent *bev)
+{
+	int fd = bufferevent_getfd(bev);
+
+	bufferevent_setfd(bev, -1);
+	bufferevent_free(bev);
+	j->bev = tls_connect(j->e->tls, j->e->base, fd, &j->host);
+	if (j->bev == NULL) {
+		close(fd);
+		snprintf(j->tls_detail, sizeof j->tls_detail, "cannot set up TLS");
+		upstream_finish(j, NULL, UPSTREAM_E_TLS);
+		return;
+	}
+	bufferevent_setcb(j->bev, NULL, NULL, upstream_tls_event_cb, j);
+	bufferevent_enable(j->bev, EV_READ | EV_WRITE);
 }
 
 static void
@@ -159,6 +209,10 @@ upstream_connect_event_cb(struct bufferevent *bev, short what, void *arg)
 	if (what & BEV_EVENT_CONNECTED) {
 		setsockopt(bufferevent_getfd(bev), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 		bufferevent_setcb(bev, NULL, NULL, NULL, NULL);
+		if (j->tls) {
+			upstream_tls_start(j, bev);
+			return;
+		}
 		u = upstream_new(j, bev, &j->addrs[j->next - 1]);
 		j->bev = NULL;
 		upstream_finish(j, u, 0);
@@ -287,7 +341,7 @@ upstream_pool_unlink(struct upstream_pool *pool, struct upstream *u)
 
 /* Take an idle pooled connection whose address the policy still allows. */
 static struct upstream *
-upstream_pool_take(struct upstream_pool *pool, const struct policy *p, const char *key,
+upstream_pool_take(struct upstream_pool *pool, const struct policy *p, const char *key, int tls,
                    const struct decision *d)
 {
 	unsigned b = upstream_bucket_of(key);
@@ -295,7 +349,7 @@ upstream_pool_take(struct upstream_pool *pool, const struct policy *p, const cha
 
 	TAILQ_FOREACH(u, &pool->buckets[b], entry)
 	{
-		if (strcmp(u->key, key) != 0)
+		if (u->tls != tls || strcmp(u->key, key) != 0)
 			continue;
 		if (!policy_addr_allowed(p, &u->addr, d))
 			continue;
@@ -326,7 +380,8 @@ upstream_get(struct egressd *e, struct policy *p, const struct host *h, uint16_t
 
 	upstream_key(key, h->name, port);
 	memset(&r, 0, sizeof r);
-	if (!(flags & UPSTREAM_F_FRESH) && (u = upstream_pool_take(e->pool, p, key, d)) != NULL) {
+	if (!(flags & UPSTREAM_F_FRESH) &&
+	    (u = upstream_pool_take(e->pool, p, key, (flags & UPSTREAM_F_TLS) != 0, d)) != NULL) {
 		r.u = u;
 		cb(arg, &r);
 		return NULL;
@@ -337,6 +392,7 @@ upstream_get(struct egressd *e, struct policy *p, const struct host *h, uint16_t
 	j->host = *h;
 	j->port = port;
 	j->decision = *d;
+	j->tls = (flags & UPSTREAM_F_TLS) != 0;
 	j->cb = cb;
 	j->arg = arg;
 	j->timer = evtimer_new(e->base, upstream_timeout_cb, j);
@@ -502,6 +558,8 @@ upstream_strerror(int err)
 		return "upstream connect timed out";
 	case UPSTREAM_E_BLOCKED:
 		return "every upstream address is blocked";
+	case UPSTREAM_E_TLS:
+		return "upstream TLS failed";
 	}
 	return "ok";
 }

@@ -111,14 +111,15 @@ wait_exit() {
 	return 1
 }
 
-# start_origin: runs origin.py with its DNS responder; sets ORIGIN_PORT,
-# ORIGIN_DNS (127.0.0.1:PORT for --upstream-dns), ORIGIN_LOG, ORIGIN_PID.
+# start_origin [ARGS...]: runs origin.py with its DNS responder (ARGS go to
+# origin.py); sets ORIGIN_PORT, ORIGIN_DNS (127.0.0.1:PORT for
+# --upstream-dns), ORIGIN_LOG, ORIGIN_PID.
 start_origin() {
 	ORIGIN_LOG="$T/origin.jsonl"
 	rm -f "$T/origin.port" "$T/origin.dns"
 	: >"$ORIGIN_LOG"
 	python3 "$ORIGIN_PY" --log "$ORIGIN_LOG" --port-file "$T/origin.port" \
-	    --dns-port-file "$T/origin.dns" --parent $$ >"$T/origin.out" 2>&1 &
+	    --dns-port-file "$T/origin.dns" --parent $$ "$@" >"$T/origin.out" 2>&1 &
 	ORIGIN_PID=$!
 	track_pid "$ORIGIN_PID"
 	if ! wait_file "$T/origin.port" 10; then

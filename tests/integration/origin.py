@@ -11,16 +11,20 @@ as an "error" line, and answered 400 before the connection is closed.
 Endpoints: /hello, /chunked, /close, /echo, /big?n=BYTES, /slow?s=SECS,
 /silent, /status?code=N, /conns, /interim?n=N (N 102 responses first),
 /bighead?n=BYTES (a response head of
-about n bytes). With --dns-port-file it also answers DNS
+about n bytes), /ws (a WebSocket echo: every data frame comes back as it
+was sent). With --tls-cert/--tls-key it also serves HTTPS on a second
+port (--tls-port-file), logging the SNI each connection sent. With --dns-port-file it also answers DNS
 on UDP: NAME.test is 127.0.0.1, so egressd (--upstream-dns) resolves test
 names to this server without touching the system resolver. Every wait is bounded, every thread is a
 daemon, and the server exits when its parent process is gone.
 """
 import argparse
+import base64
 import hashlib
 import json
 import os
 import socket
+import ssl
 import struct
 import sys
 import threading
@@ -35,6 +39,13 @@ SILENT_MAX = 120.0
 BLOCK = 64 * 1024
 TOKEN = set(b"!#$%&'*+-.^_`|~0123456789"
             b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+
+
+TLS_LOCAL = threading.local()	# the SNI seen by the handshake in this thread
+
+
+def remember_sni(sslobj, name, ctx):
+    TLS_LOCAL.sni = name
 
 
 class BadRequest(Exception):
@@ -63,13 +74,25 @@ def big_block(k):
 
 
 class Conn:
-    def __init__(self, srv, sock, cid):
+    def __init__(self, srv, sock, cid, tls_ctx=None):
         self.srv = srv
         self.sock = sock
         self.cid = cid
         self.buf = b""
         self.seq = 0
+        self.tls_ctx = tls_ctx
+        self.sni = None
         sock.settimeout(IO_TIMEOUT)
+
+    def handshake(self):
+        """TLS connections shake hands in their own thread, not the accept loop."""
+        TLS_LOCAL.sni = None
+        try:
+            self.sock = self.tls_ctx.wrap_socket(self.sock, server_side=True)
+            self.sni = TLS_LOCAL.sni
+        except (ssl.SSLError, OSError) as e:
+            self.srv.record({"conn": self.cid, "tls_error": str(e)})
+            raise Closed()
 
     def fill(self):
         data = self.sock.recv(256 * 1024)
@@ -162,6 +185,8 @@ class Conn:
 
     def serve(self):
         try:
+            if self.tls_ctx is not None:
+                self.handshake()
             while self.one():
                 pass
         except Closed:
@@ -213,10 +238,62 @@ class Conn:
         elif cl:
             self.read_exact(int(cl[0]), sink)
         self.seq += 1
-        self.srv.record({"conn": self.cid, "seq": self.seq, "method": method,
-                         "target": target, "version": version, "headers": headers,
-                         "body_len": blen[0], "body_sha256": h.hexdigest()})
+        rec = {"conn": self.cid, "seq": self.seq, "method": method,
+               "target": target, "version": version, "headers": headers,
+               "body_len": blen[0], "body_sha256": h.hexdigest()}
+        if self.tls_ctx is not None:
+            rec["tls"] = True
+            rec["sni"] = self.sni
+        self.srv.record(rec)
+        if target.split("?")[0] == "/ws":
+            return self.websocket(hmap)
         return self.respond(method, target, keep, blen[0], h.hexdigest())
+
+    def websocket(self, hmap):
+        """RFC 6455 echo: answer the upgrade, then send every data frame back."""
+        key = hmap.get("sec-websocket-key", [""])[0]
+        if "websocket" not in ",".join(hmap.get("upgrade", [])).lower() or not key:
+            self.send_simple(400, b"not a websocket upgrade\n", True)
+            return False
+        accept = base64.b64encode(hashlib.sha1(
+            (key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").encode()).digest())
+        self.sock.sendall(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
+                          b"Connection: Upgrade\r\nSec-WebSocket-Accept: " + accept +
+                          b"\r\n\r\n")
+        for _ in range(1000):
+            hdr = b""
+            while len(hdr) < 2:
+                if not self.buf:
+                    self.fill()
+                take = self.buf[:2 - len(hdr)]
+                self.buf = self.buf[len(take):]
+                hdr += take
+            op, n = hdr[0] & 0x0F, hdr[1] & 0x7F
+            ext = {126: 2, 127: 8}.get(n, 0)
+            raw = []
+            self.read_exact(ext + (4 if hdr[1] & 0x80 else 0), raw.append)
+            raw = b"".join(raw)
+            if ext:
+                n = int.from_bytes(raw[:ext], "big")
+            mask = raw[ext:]
+            data = []
+            self.read_exact(n, data.append)
+            data = b"".join(data)
+            if mask:
+                data = bytes(b ^ mask[i % 4] for i, b in enumerate(data))
+            self.srv.record({"conn": self.cid, "ws_frame": op, "len": len(data)})
+            if op == 8:
+                self.sock.sendall(b"\x88\x00")
+                return False
+            out = bytes([0x80 | op])
+            if len(data) < 126:
+                out += bytes([len(data)])
+            elif len(data) < 65536:
+                out += bytes([126]) + len(data).to_bytes(2, "big")
+            else:
+                out += bytes([127]) + len(data).to_bytes(8, "big")
+            self.sock.sendall(out + data)
+        return False
 
     def send_simple(self, status, body, close=False, extra=b"", head_only=False):
         hdr = b"HTTP/1.1 %d X\r\nContent-Length: %d\r\n%s" % (status, len(body), extra)
@@ -322,8 +399,9 @@ def dns_name(msg, off):
     return ".".join(labels), off + 1
 
 
-def dns_serve(srv, sock):
-    """Answers A queries for NAME.test with 127.0.0.1; NXDOMAIN for the rest."""
+def dns_serve(srv, sock, default_addr, names):
+    """Answers A queries for NAME.test with default_addr (or the address
+    --dns-map gives NAME); NXDOMAIN for the rest."""
     while True:
         try:
             msg, peer = sock.recvfrom(1500)
@@ -337,7 +415,8 @@ def dns_serve(srv, sock):
         ours = name.endswith(".test")
         answer = b""
         if ours and qtype == 1:
-            answer = b"\xc0\x0c" + struct.pack(">HHIH", 1, 1, 5, 4) + bytes([127, 0, 0, 1])
+            addr = socket.inet_aton(names.get(name, default_addr))
+            answer = b"\xc0\x0c" + struct.pack(">HHIH", 1, 1, 5, 4) + addr
         rflags = 0x8180 | (0 if ours else 3)
         resp = struct.pack(">HHHHHH", qid, rflags, 1, 1 if answer else 0, 0, 0)
         try:
@@ -367,6 +446,13 @@ def main():
     ap.add_argument("--parent", type=int, default=os.getppid())
     ap.add_argument("--max-seconds", type=float, default=900)
     ap.add_argument("--gen", type=int, help="write the /big body of N bytes to stdout")
+    ap.add_argument("--tls-cert", help="certificate chain (PEM) for the HTTPS port")
+    ap.add_argument("--tls-key", help="its private key (PEM)")
+    ap.add_argument("--tls-port-file", help="serve HTTPS too, on a port written here")
+    ap.add_argument("--tls-port", type=int, default=0, help="the HTTPS port (0: any)")
+    ap.add_argument("--bind", default="127.0.0.1", help="the address both ports listen on")
+    ap.add_argument("--dns-map", action="append", default=[],
+                    help="NAME=ADDR: the DNS answer for NAME (default: the --bind address)")
     a = ap.parse_args()
     if a.gen is not None:
         n, k, out = a.gen, 0, sys.stdout.buffer
@@ -383,7 +469,7 @@ def main():
     srv = Server(a.log)
     ls = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    ls.bind(("127.0.0.1", a.port))
+    ls.bind((a.bind, a.port))
     ls.listen(128)
     port = ls.getsockname()[1]
     if a.dns_port_file:
@@ -392,20 +478,38 @@ def main():
         with open(a.dns_port_file + ".tmp", "w") as f:
             f.write("%d\n" % ds.getsockname()[1])
         os.rename(a.dns_port_file + ".tmp", a.dns_port_file)
-        threading.Thread(target=dns_serve, args=(srv, ds), daemon=True).start()
+        names = dict(m.lower().split("=", 1) for m in a.dns_map)
+        threading.Thread(target=dns_serve, args=(srv, ds, a.bind, names), daemon=True).start()
     if a.port_file:
         tmp = a.port_file + ".tmp"
         with open(tmp, "w") as f:
             f.write("%d\n" % port)
         os.rename(tmp, a.port_file)
+    if a.tls_port_file:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(a.tls_cert, a.tls_key)
+        ctx.set_alpn_protocols(["http/1.1"])
+        ctx.sni_callback = remember_sni
+        ts = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        ts.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        ts.bind((a.bind, a.tls_port))
+        ts.listen(128)
+        threading.Thread(target=accept_loop, args=(srv, ts, ctx), daemon=True).start()
+        with open(a.tls_port_file + ".tmp", "w") as f:
+            f.write("%d\n" % ts.getsockname()[1])
+        os.rename(a.tls_port_file + ".tmp", a.tls_port_file)
     print(port, flush=True)
     threading.Thread(target=watchdog, args=(a.parent, a.max_seconds), daemon=True).start()
+    accept_loop(srv, ls, None)
+
+
+def accept_loop(srv, ls, ctx):
     while True:
         s, _ = ls.accept()
         with srv.lock:
             srv.accepted += 1
             cid = srv.accepted
-        threading.Thread(target=Conn(srv, s, cid).serve, daemon=True).start()
+        threading.Thread(target=Conn(srv, s, cid, ctx).serve, daemon=True).start()
 
 
 if __name__ == "__main__":

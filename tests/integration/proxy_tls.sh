@@ -1,0 +1,234 @@
+#!/usr/bin/env bash
+# HTTPS interception end to end. A test PKI (RSA-2048 CA and leaves, made
+# here with openssl) and three HTTPS origins on port 443 of their own
+# loopback addresses: one good, one whose certificate names another host,
+# one signed by a CA egressd does not trust. egressd runs with
+# --upstream-ca (the test CA) and exports its run CA with --ca-out; curl,
+# openssl s_client and a WebSocket client drive it. Checks: GET allowed and
+# POST blocked inside TLS, GraphQL query/mutation over HTTPS (block and flag
+# modes), upstream certificate problems -> 502 and audited, SNI/CONNECT
+# mismatch refused, Host mismatch refused, a client that does not trust the
+# CA audited with a hint, passthrough tunnelled untouched, WebSocket echo
+# (wss and ws), the leaf verifies against the run CA, and the CA key is in
+# no file egressd writes, its environment or its arguments.
+# Binding port 443 needs root.
+. "$SRC_DIR/tests/integration/lib.sh"
+
+if [ "$(id -u)" -ne 0 ]; then
+	echo "proxy_tls needs root: its origins listen on port 443 of loopback addresses" >&2
+	exit 1
+fi
+
+NET="127.77.$((RANDOM % 250 + 1))"
+GOOD="$NET.1" WRONG="$NET.2" ROGUE="$NET.3"
+P="$T/pki"
+mkdir -p "$P"
+
+# mkca NAME: a self-signed RSA-2048 CA in $P/NAME.pem, $P/NAME.key.
+mkca() {
+	openssl req -x509 -newkey rsa:2048 -nodes -keyout "$P/$1.key" -out "$P/$1.pem" -days 2 \
+	    -subj "/CN=egress test $1" -addext "basicConstraints=critical,CA:TRUE" \
+	    -addext "keyUsage=critical,keyCertSign,cRLSign" 2>/dev/null
+}
+# mkleaf NAME CA SAN: a server certificate signed by CA.
+mkleaf() {
+	openssl req -newkey rsa:2048 -nodes -keyout "$P/$1.key" -out "$P/$1.csr" \
+	    -subj "/CN=$1" 2>/dev/null
+	printf 'subjectAltName=%s\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n' \
+	    "$3" >"$P/$1.ext"
+	openssl x509 -req -in "$P/$1.csr" -CA "$P/$2.pem" -CAkey "$P/$2.key" -CAcreateserial \
+	    -days 2 -extfile "$P/$1.ext" -out "$P/$1.pem" 2>/dev/null
+}
+mkca testca
+mkca rogueca
+mkleaf good testca "DNS:origin.test,DNS:pass.test,DNS:allowed.test,DNS:gql.test"
+mkleaf wrong testca "DNS:other.test"
+mkleaf rogue rogueca "DNS:rogue.test"
+[ -s "$P/good.pem" ] && [ -s "$P/wrong.pem" ] && [ -s "$P/rogue.pem" ] || {
+	echo "cannot make the test PKI" >&2
+	exit 1
+}
+
+start_origin --bind "$GOOD" --tls-cert "$P/good.pem" --tls-key "$P/good.key" \
+    --tls-port 443 --tls-port-file "$T/origin.tls" \
+    --dns-map "wrong.test=$WRONG" --dns-map "rogue.test=$ROGUE"
+wait_file "$T/origin.tls" 10 || {
+	echo "HTTPS origin did not start: $(cat "$T/origin.out")" >&2
+	exit 1
+}
+for o in wrong rogue; do
+	addr=$WRONG
+	[ $o = rogue ] && addr=$ROGUE
+	python3 "$ORIGIN_PY" --log "$T/$o.jsonl" --bind "$addr" --parent $$ \
+	    --tls-cert "$P/$o.pem" --tls-key "$P/$o.key" --tls-port 443 \
+	    --tls-port-file "$T/$o.tls" >"$T/$o.out" 2>&1 &
+	track_pid $!
+	wait_file "$T/$o.tls" 10 || {
+		echo "origin $o did not start: $(cat "$T/$o.out")" >&2
+		exit 1
+	}
+done
+
+cat >"$T/policy.yaml" <<EOF
+version: 1
+network:
+  mode: practical
+  allowlist: ["127.0.0.0/8", "allowed.test"]
+  passthrough: ["pass.test"]
+EOF
+cat >"$T/flag.yaml" <<EOF
+version: 1
+network:
+  onViolation: flag
+EOF
+
+EGCA="$T/eg-ca.pem"
+EGB="$T/eg-bundle.pem"
+start_egressd --config "$T/policy.yaml" --upstream-dns "$ORIGIN_DNS" --upstream-ca "$P/testca.pem" \
+    --ca-out "$EGCA" --ca-bundle-out "$EGB" || exit 1
+tcurl() { pcurl --cacert "$EGCA" "$@"; }
+
+# --- GET allowed inside TLS; what the origin and the audit saw ---
+run tcurl -o "$T/body" -w '%{http_code} %{ssl_verify_result}' https://origin.test/hello
+expect_eq "$OUT" "200 0" "GET https through egressd, verified against the run CA"
+expect_contains "$(cat "$T/body")" "hello from origin" "response body"
+line=$(jq -c 'select(.target == "/hello" and .tls == true)' "$ORIGIN_LOG" | tail -n 1)
+expect_eq "$(printf '%s' "$line" | jq -r .sni)" origin.test "upstream TLS sends SNI"
+expect_eq "$(printf '%s' "$line" | jq -r .method)" GET "origin got the GET, origin-form"
+expect_eq "$(audit_last '.event == "connect" and .host == "origin.test"' | jq -r '[.action, .tls, .status, .port] | @tsv')" \
+    "allow	intercept	200	443" "CONNECT audited as intercepted"
+expect_eq "$(audit_last '.event == "http" and .path == "/hello"' | jq -r '[.action, .scheme, .method, .status, .host, .addr] | @tsv')" \
+    "allow	https	GET	200	origin.test	$GOOD" "request inside TLS audited with scheme https"
+
+# --- keep-alive inside one TLS connection: two requests, one client handshake ---
+nconnect=$(jq -c 'select(.event == "connect")' "$EG_AUDIT" | wc -l)
+run tcurl -o /dev/null -o /dev/null -w '%{http_code}\n' https://origin.test/hello https://origin.test/chunked
+expect_eq "$(printf '%s' "$OUT" | tr '\n' ' ')" "200 200" "two requests over one intercepted connection"
+sleep 0.2
+expect_eq "$(jq -c 'select(.event == "connect")' "$EG_AUDIT" | wc -l)" $((nconnect + 1)) "one CONNECT for both"
+
+# --- POST blocked inside TLS ---
+before=$(origin_count 'select(.method == "POST")')
+run tcurl -D "$T/h" -o "$T/body" -w '%{http_code}' -d 'x=1' https://origin.test/echo
+expect_eq "$OUT" 403 "POST inside TLS is blocked"
+expect_contains "$(cat "$T/body")" "policyctl explain --method POST origin.test" "403 body names the explain command"
+expect_contains "$(tr -d '\r' <"$T/h")" "X-Egress-Rule: method-not-allowed" "403 carries X-Egress-Rule"
+expect_eq "$(origin_count 'select(.method == "POST")')" "$before" "blocked POST never reached the origin"
+expect_eq "$(audit_last '.event == "http" and .method == "POST"' | jq -r '[.action, .scheme, .status] | @tsv')" \
+    "block	https	403" "blocked POST audited"
+
+# --- GraphQL over HTTPS ---
+run tcurl -o /dev/null -w '%{http_code}' -H 'Content-Type: application/json' \
+    -d '{"query":"query Me { viewer { login } }"}' https://gql.test/echo
+expect_eq "$OUT" 200 "GraphQL query over HTTPS is allowed"
+expect_eq "$(audit_last '.event == "http" and .host == "gql.test"' | jq -r '[.action, .graphql.operation] | @tsv')" \
+    "allow	query" "GraphQL query audited"
+run tcurl -o "$T/body" -w '%{http_code}' -H 'Content-Type: application/json' \
+    -d '{"query":"mutation Del { deleteRepo(id: 1) { id } }"}' https://gql.test/echo
+expect_eq "$OUT" 403 "GraphQL mutation over HTTPS is blocked"
+expect_eq "$(audit_last '.event == "http" and .host == "gql.test"' | jq -r '[.action, .graphql.operation, .graphql.name] | @tsv')" \
+    "block	mutation	Del" "GraphQL mutation audited as blocked"
+
+# --- allowlisted name on 443: intercepted, every method allowed ---
+run tcurl -o /dev/null -w '%{http_code}' -X DELETE https://allowed.test/echo
+expect_eq "$OUT" 200 "DELETE to an allowlisted host inside TLS"
+
+# --- Host header naming another host than the CONNECT ---
+run tcurl -o /dev/null -w '%{http_code}' -H 'Host: other.test' https://origin.test/hello
+expect_eq "$OUT" 421 "a Host other than the CONNECT host is refused"
+
+# --- upstream certificate for another name, and from an unknown issuer ---
+run tcurl -o "$T/body" -w '%{http_code}' https://wrong.test/hello
+expect_eq "$OUT" 502 "upstream certificate for the wrong name -> 502"
+expect_contains "$(cat "$T/body")" "certificate verify failed" "502 names the verification failure"
+expect_eq "$(audit_last '.event == "tls" and .host == "wrong.test"' | jq -r '[.action, .rule] | @tsv')" \
+    "block	upstream-certificate" "wrong-name upstream audited as a tls event"
+expect_eq "$(audit_last '.event == "http" and .host == "wrong.test"' | jq -r .status)" 502 "and as an http 502"
+expect_eq "$(jq -c 'select(.method)' "$T/wrong.jsonl" | wc -l)" 0 "no request reached the wrong-name origin"
+run tcurl -o "$T/body" -w '%{http_code}' https://rogue.test/hello
+expect_eq "$OUT" 502 "upstream certificate from an unknown issuer -> 502"
+expect_contains "$(cat "$T/body")" "local issuer" "502 says the issuer is unknown"
+expect_eq "$(jq -c 'select(.method)' "$T/rogue.jsonl" | wc -l)" 0 "no request reached the rogue origin"
+
+# --- a client that does not trust the run CA ---
+run pcurl --cacert "$P/testca.pem" -o /dev/null https://origin.test/hello
+[ "$RC" -ne 0 ] && ok || bad "a client without the run CA must refuse our leaf"
+sleep 0.2
+line=$(audit_last '.event == "tls" and .host == "origin.test" and .hint != null')
+expect_contains "$line" "$EGCA" "tls audit event hints at the CA file"
+expect_contains "$line" "NODE_EXTRA_CA_CERTS" "and at the variables that install it"
+
+# --- SNI that differs from the CONNECT host ---
+run timeout 20 openssl s_client -proxy "127.0.0.1:$EG_PORT" -connect origin.test:443 \
+    -servername evil.test -CAfile "$EGCA" </dev/null
+[ "$RC" -ne 0 ] && ok || bad "a handshake with SNI evil.test inside CONNECT origin.test must fail"
+sleep 0.2
+expect_eq "$(audit_last '.event == "tls" and .rule == "sni-mismatch"' | jq -r '[.host, .sni, .action] | @tsv')" \
+    "origin.test	evil.test	block" "SNI mismatch audited"
+
+# --- the leaf: for the host, signed by the run CA, verifiable ---
+timeout 20 openssl s_client -proxy "127.0.0.1:$EG_PORT" -connect origin.test:443 \
+    -servername origin.test </dev/null 2>/dev/null | openssl x509 >"$T/leaf.pem" 2>/dev/null
+run openssl verify -CAfile "$EGCA" -verify_hostname origin.test "$T/leaf.pem"
+expect_rc 0 "leaf verifies against the run CA for origin.test"
+run openssl verify -CAfile "$EGCA" -verify_hostname other.test "$T/leaf.pem"
+[ "$RC" -ne 0 ] && ok || bad "the leaf must not verify for another name"
+
+# --- passthrough: the client sees the origin's own certificate ---
+run pcurl --cacert "$P/testca.pem" -o /dev/null -w '%{http_code}' https://pass.test/hello
+expect_eq "$OUT" 200 "passthrough host reached with the origin's own certificate"
+run pcurl --cacert "$EGCA" -o /dev/null https://pass.test/hello
+[ "$RC" -ne 0 ] && ok || bad "a passthrough host must not be served with our leaf"
+sleep 0.2
+expect_eq "$(audit_last '.event == "connect" and .host == "pass.test"' | jq -r '[.action, .tls] | @tsv')" \
+    "allow	passthrough" "passthrough audited"
+run pcurl --cacert "$P/testca.pem" -o /dev/null -w '%{http_code}' -d 'x=1' https://pass.test/echo
+expect_eq "$OUT" 200 "passthrough is decided by name only (a POST inside is not seen)"
+
+# --- WebSocket echo, over wss (intercepted) and ws ---
+run python3 "$SRC_DIR/tests/integration/wsclient.py" --proxy "127.0.0.1:$EG_PORT" \
+    --cafile "$EGCA" wss://origin.test/ws "hello over wss"
+expect_eq "$OUT" "hello over wss" "WebSocket echo through an intercepted connection ($ERR)"
+run python3 "$SRC_DIR/tests/integration/wsclient.py" --proxy "127.0.0.1:$EG_PORT" \
+    "ws://origin.test:$ORIGIN_PORT/ws" "hello over ws"
+expect_eq "$OUT" "hello over ws" "WebSocket echo through the plain proxy ($ERR)"
+sleep 0.3
+expect_eq "$(audit_last '.event == "http" and .path == "/ws" and .scheme == "https"' | jq -r '[.action, .status] | @tsv')" \
+    "allow	101" "WebSocket audited with status 101"
+
+# --- the CA key: never in a file egressd writes, its environment or arguments ---
+for f in "$EGCA" "$EGB" "$EG_AUDIT"; do
+	if grep -q 'PRIVATE KEY' "$f"; then bad "$f holds a private key"; else ok; fi
+done
+expect_eq "$(grep -c 'BEGIN CERTIFICATE' "$EGCA")" 1 "--ca-out holds one certificate"
+[ "$(grep -c 'BEGIN CERTIFICATE' "$EGB")" -gt 1 ] && ok || bad "--ca-bundle-out holds the system store too"
+tail -n 30 "$EGB" | grep -q "$(sed -n 2p "$EGCA")" && ok || bad "bundle ends with the run CA"
+if tr '\0' '\n' <"/proc/$EG_PID/environ" | grep -qi 'PRIVATE'; then bad "key in environment"; else ok; fi
+if tr '\0' ' ' <"/proc/$EG_PID/cmdline" | grep -qi 'PRIVATE\|\.key'; then bad "key in arguments"; else ok; fi
+expect_eq "$(awk '/Max core file size/ {print $5}' "/proc/$EG_PID/limits")" 0 "core dumps are off"
+run stat -c %a "$EGCA"
+expect_eq "$OUT" 644 "the exported certificate is world-readable (it is public)"
+stop_egressd
+
+# --- flag mode: a mutation over HTTPS is forwarded and audited as flag ---
+start_egressd --config "$T/policy.yaml" --config "$T/flag.yaml" --upstream-dns "$ORIGIN_DNS" \
+    --upstream-ca "$P/testca.pem" --ca-out "$EGCA" || exit 1
+run pcurl --cacert "$EGCA" -o /dev/null -w '%{http_code}' -H 'Content-Type: application/json' \
+    -d '{"query":"mutation Flagged { x }"}' https://gql.test/echo
+expect_eq "$OUT" 200 "flag mode forwards a mutation over HTTPS"
+expect_eq "$(audit_last '.event == "http" and .host == "gql.test"' | jq -r '[.action, .graphql.operation] | @tsv')" \
+    "flag	mutation" "and audits it as flag"
+stop_egressd
+
+# --- without --ca-out: a per-run file, printed, removed at exit ---
+start_egressd --config "$T/policy.yaml" --upstream-dns "$ORIGIN_DNS" --upstream-ca "$P/testca.pem" || exit 1
+ca=$(sed -n 's/^egressd: HTTPS is intercepted with the CA in //p' "$EG_ERR")
+[ -n "$ca" ] && [ -s "$ca" ] && ok || bad "egressd prints where the per-run CA is ($(cat "$EG_ERR"))"
+expect_contains "$(cat "$EG_ERR")" "export NODE_EXTRA_CA_CERTS=$ca" "and the lines to trust it"
+if grep -q 'PRIVATE KEY' "$(dirname "$ca")"/*; then bad "per-run dir holds a key"; else ok; fi
+run pcurl --cacert "$ca" -o /dev/null -w '%{http_code}' https://origin.test/hello
+expect_eq "$OUT" 200 "the per-run CA file is the one egressd signs with"
+stop_egressd
+[ ! -e "$ca" ] && ok || bad "the per-run CA file is removed at exit"
+
+finish

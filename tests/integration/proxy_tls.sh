@@ -209,6 +209,7 @@ expect_eq "$(awk '/Max core file size/ {print $5}' "/proc/$EG_PID/limits")" 0 "c
 run stat -c %a "$EGCA"
 expect_eq "$OUT" 644 "the exported certificate is world-readable (it is public)"
 stop_egressd
+expect_eq "$EXIT_RC" 0 "egressd exits 0 on SIGTERM ($(tail -n 3 "$EG_ERR"))"
 
 # --- flag mode: a mutation over HTTPS is forwarded and audited as flag ---
 start_egressd --config "$T/policy.yaml" --config "$T/flag.yaml" --upstream-dns "$ORIGIN_DNS" \
@@ -219,6 +220,7 @@ expect_eq "$OUT" 200 "flag mode forwards a mutation over HTTPS"
 expect_eq "$(audit_last '.event == "http" and .host == "gql.test"' | jq -r '[.action, .graphql.operation] | @tsv')" \
     "flag	mutation" "and audits it as flag"
 stop_egressd
+expect_eq "$EXIT_RC" 0 "egressd exits 0 on SIGTERM ($(tail -n 3 "$EG_ERR"))"
 
 # --- without --ca-out: a per-run file, printed, removed at exit ---
 start_egressd --config "$T/policy.yaml" --upstream-dns "$ORIGIN_DNS" --upstream-ca "$P/testca.pem" || exit 1
@@ -229,6 +231,7 @@ if grep -q 'PRIVATE KEY' "$(dirname "$ca")"/*; then bad "per-run dir holds a key
 run pcurl --cacert "$ca" -o /dev/null -w '%{http_code}' https://origin.test/hello
 expect_eq "$OUT" 200 "the per-run CA file is the one egressd signs with"
 stop_egressd
+expect_eq "$EXIT_RC" 0 "egressd exits 0 on SIGTERM ($(tail -n 3 "$EG_ERR"))"
 [ ! -e "$ca" ] && ok || bad "the per-run CA file is removed at exit"
 
 finish

@@ -358,6 +358,17 @@ void upstream_release(struct egressd *, struct upstream *, int);
 void upstream_free(struct upstream *);
 const char *upstream_strerror(int);
 
+/* sni.c */
+#define SNI_HELLO_MAX 16384 /* bytes of ClientHello read, joined from its records */
+enum sni_result {
+	SNI_MORE,    /* a prefix of a ClientHello: read more */
+	SNI_FOUND,   /* name holds the host_name */
+	SNI_ABSENT,  /* a ClientHello without a server name */
+	SNI_NOT_TLS, /* the bytes are not a TLS handshake */
+	SNI_ERROR,   /* a malformed ClientHello; err says why */
+};
+enum sni_result sni_parse(const unsigned char *, size_t, char *, size_t, const char **);
+
 /* tls.c */
 struct tls_opts {
 	const char *ca_out;

@@ -441,6 +441,7 @@ config_merge(struct config *cfg, struct config *layer)
 	CONFIG_MERGE(cfg, layer, allow_graphql_queries);
 	CONFIG_MERGE(cfg, layer, on_violation);
 	CONFIG_MERGE(cfg, layer, fail_closed);
+	CONFIG_MERGE(cfg, layer, block_doh_providers);
 	CONFIG_MERGE(cfg, layer, proxy_port);
 	CONFIG_MERGE(cfg, layer, dns_port);
 	CONFIG_MERGE(cfg, layer, max_graphql_body);
@@ -552,6 +553,7 @@ config_new(char *const *files, size_t nfiles)
 	cfg->allow_graphql_queries = 1;
 	cfg->on_violation = VIOLATION_BLOCK;
 	cfg->fail_closed = 1;
+	cfg->block_doh_providers = 1;
 	cfg->proxy_port = 18080;
 	cfg->dns_port = 15353;
 	cfg->max_graphql_body = CONFIG_DEFAULT_GRAPHQL_BODY;
@@ -725,6 +727,7 @@ config_dump(const struct config *cfg, struct buf *out)
 	           cfg->on_violation == VIOLATION_FLAG ? "flag" : "block");
 	config_dump_src(out, &cfg->on_violation_loc);
 	CONFIG_DUMP_BOOL(out, "failClosed", cfg, fail_closed);
+	CONFIG_DUMP_BOOL(out, "blockDohProviders", cfg, block_doh_providers);
 	buf_printf(out, "  proxyPort: %d", cfg->proxy_port);
 	config_dump_src(out, &cfg->proxy_port_loc);
 	buf_printf(out, "  dnsPort: %d", cfg->dns_port);

@@ -369,6 +369,7 @@ policy_decide(const struct policy *p, const struct policy_request *req, struct d
 	const struct config *cfg = p->cfg;
 	const struct host *h = req->host;
 	struct domain_match m;
+	const char *doh;
 	int hit, tunnel;
 
 	memset(d, 0, sizeof *d);
@@ -419,6 +420,20 @@ policy_decide(const struct policy *p, const struct policy_request *req, struct d
 	if (hit) {
 		decision_from_match(d, ACTION_BLOCK, &m, "blocklist");
 		snprintf(d->reason, sizeof d->reason, "%s is on the blocklist", h->name);
+		return;
+	}
+
+	/*
+	 * 2b. Well-known DNS-over-HTTPS services: a resolver the policy
+	 * cannot see into. Only the allowlist overrides this.
+	 */
+	if (cfg->block_doh_providers && doh_match(h, &doh)) {
+		decision_set(d, ACTION_BLOCK, "doh-provider", "doh");
+		str_copy(d->source, sizeof d->source, "builtin");
+		snprintf(d->reason, sizeof d->reason,
+		         "%s is a DNS-over-HTTPS service (built-in list entry %s); "
+		         "network.blockDohProviders: false turns the list off",
+		         h->name, doh);
 		return;
 	}
 

@@ -209,6 +209,8 @@ struct config {
 	struct cfg_loc ca_name_constraints_loc;
 	int ca_lifetime_hours;
 	struct cfg_loc ca_lifetime_hours_loc;
+	int block_doh_providers; /* the built-in DNS-over-HTTPS list (doh.c) */
+	struct cfg_loc block_doh_providers_loc;
 };
 #define CONFIG_MAX_FILE_SIZE        (4 * 1024 * 1024)
 #define CONFIG_MAX_DEPTH            64
@@ -225,6 +227,10 @@ void config_free(struct config *);
 void config_dump(const struct config *, struct buf *);
 const char *config_mode_name(enum policy_mode);
 extern const char config_default_yaml[];
+
+/* doh.c */
+int doh_match(const struct host *, const char **);
+size_t doh_count(void);
 
 /* policy.c */
 enum policy_action {

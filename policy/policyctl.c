@@ -2,13 +2,17 @@
  * policyctl: the policy seen from the command line. `explain` answers what
  * the policy does with one request and which rule of which file decided,
  * through the same policy_decide()/policy_check_addr() calls egressd makes;
- * `check` validates configuration files and prints the effective result.
+ * `check` validates configuration files and prints the effective result;
+ * `audit` reviews an audit log (summary, filters, follow, suggestions, the
+ * hash chain, an HTML page), its work done by policy/review*.c.
  */
 #include <errno.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "policy.h"
@@ -27,12 +31,19 @@ struct ctl {
 static void
 usage(FILE *f)
 {
-	fprintf(f, "usage: policyctl explain [--config FILE]... [--method M] [--body FILE]\n"
-	           "                         [--content-type T] [--json] HOST|URL\n"
-	           "       policyctl check   [--config FILE]... [--json]\n"
-	           "\n"
-	           "With no --config the embedded default policy is used. The first --config is\n"
-	           "the global file, later ones are project files merged over it.\n");
+	fprintf(f,
+	        "usage: policyctl explain [--config FILE]... [--method M] [--body FILE]\n"
+	        "                         [--content-type T] [--json] HOST|URL\n"
+	        "       policyctl check   [--config FILE]... [--json]\n"
+	        "       policyctl audit   [--json] [--blocked] [--flagged] [--host GLOB]\n"
+	        "                         [--since TIME] [--until TIME] [--event TYPE]\n"
+	        "                         [--follow] [--suggest] [--verify] [--html FILE] [FILE]\n"
+	        "\n"
+	        "With no --config the embedded default policy is used. The first --config is\n"
+	        "the global file, later ones are project files merged over it.\n"
+	        "audit reads FILE, or stdin when FILE is - or absent (and stdin is not a\n"
+	        "terminal). TIME is RFC 3339 (2026-11-29T19:28:45Z), a date, or a\n"
+	        "duration ago (30s, 10m, 2h, 1d).\n");
 }
 
 static void
@@ -436,6 +447,11 @@ check_print_json(const struct config *cfg, const char *errors, const char *warni
 		json_value_int(&b, "dnsPort", cfg->dns_port, &cfg->dns_port_loc);
 		json_value_int(&b, "maxGraphqlBody", (long long)cfg->max_graphql_body,
 		               &cfg->max_graphql_body_loc);
+		buf_adds(&b, "},\"ca\":{\"_\":0");
+		json_value_bool(&b, "nameConstraints", cfg->ca_name_constraints,
+		                &cfg->ca_name_constraints_loc);
+		json_value_int(&b, "lifetimeHours", cfg->ca_lifetime_hours,
+		               &cfg->ca_lifetime_hours_loc);
 		buf_adds(&b, "},\"audit\":{\"_\":0");
 		json_value_str(&b, "path", cfg->audit_path, &cfg->audit_path_loc);
 		buf_addc(&b, '}');
@@ -480,6 +496,225 @@ cmd_check(struct ctl *c)
 	return 0;
 }
 
+/* `policyctl audit`: set by SIGINT/SIGTERM to end --follow. */
+static volatile sig_atomic_t audit_stop;
+
+static void
+audit_signal_cb(int sig)
+{
+	(void)sig;
+	audit_stop = 1;
+}
+
+static const char *const audit_event_types[] = {"http", "connect", "tls",   "tcp",
+                                                "dns",  "daemon",  "policy"};
+
+/* Append one --event value (a type, or several separated by commas). */
+static int
+audit_add_events(struct buf *types, const char *arg)
+{
+	const char *p = arg;
+	size_t n, i;
+
+	for (;;) {
+		n = strcspn(p, ",");
+		for (i = 0; i < EG_NELEM(audit_event_types); i++)
+			if (strlen(audit_event_types[i]) == n &&
+			    strncmp(audit_event_types[i], p, n) == 0)
+				break;
+		if (i == EG_NELEM(audit_event_types)) {
+			fprintf(
+			    stderr,
+			    "policyctl: --event %s: unknown type (http, connect, tls, tcp, dns, "
+			    "daemon, policy)\n",
+			    arg);
+			return -1;
+		}
+		if (types->len > 0)
+			buf_addc(types, ',');
+		buf_add(types, p, n);
+		if (p[n] == '\0')
+			return 0;
+		p += n + 1;
+	}
+}
+
+static int
+audit_time(const char *opt, const char *arg, int64_t *ms)
+{
+	struct timespec now;
+	const char *err;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	err = review_time_parse(arg, (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000, ms);
+	if (err != NULL) {
+		fprintf(stderr, "policyctl: %s %s: %s\n", opt, arg, err);
+		return -1;
+	}
+	return 0;
+}
+
+/* The mode and input checks of audit's command line; -1 after saying why. */
+static int
+audit_check_args(int modes, int filters, int json, int html, const char *verb)
+{
+	if (modes > 1) {
+		fprintf(stderr, "policyctl: --follow, --suggest, --verify and --html exclude each "
+		                "other\n");
+		return -1;
+	}
+	if (filters && strcmp(verb, "verify") == 0) {
+		fprintf(stderr, "policyctl: --verify checks the whole file and takes no filter\n");
+		return -1;
+	}
+	if (json && (html || strcmp(verb, "suggest") == 0)) {
+		fprintf(stderr, "policyctl: --json does not apply to --%s\n", html ? "html" : verb);
+		return -1;
+	}
+	return 0;
+}
+
+static int
+audit_run(const char *verb, const char *path, const char *html, struct review_opts *o)
+{
+	struct sigaction sa;
+	FILE *in, *out = NULL;
+	int rc;
+
+	if (strcmp(verb, "follow") == 0) {
+		memset(&sa, 0, sizeof sa);
+		sa.sa_handler = audit_signal_cb;
+		sigemptyset(&sa.sa_mask);
+		sigaction(SIGINT, &sa, NULL);
+		sigaction(SIGTERM, &sa, NULL);
+		return review_follow(path, stdout, o, &audit_stop) == -1 ? EXIT_USAGE : 0;
+	}
+	if (strcmp(path, "-") == 0)
+		in = stdin;
+	else if ((in = fopen(path, "r")) == NULL) {
+		fprintf(stderr, "policyctl: %s: %s\n", path, strerror(errno));
+		return EXIT_USAGE;
+	}
+	if (html != NULL && (out = strcmp(html, "-") == 0 ? stdout : fopen(html, "w")) == NULL) {
+		fprintf(stderr, "policyctl: %s: %s\n", html, strerror(errno));
+		if (in != stdin)
+			fclose(in);
+		return EXIT_USAGE;
+	}
+	if (html != NULL)
+		rc = review_html(in, out, o);
+	else if (strcmp(verb, "verify") == 0)
+		rc = review_verify(in, stdout, o);
+	else if (strcmp(verb, "suggest") == 0)
+		rc = review_suggest(in, stdout, o);
+	else
+		rc = review_summary(in, stdout, o);
+	if (in != stdin)
+		fclose(in);
+	if (out != NULL && out != stdout && fclose(out) != 0) {
+		fprintf(stderr, "policyctl: %s: %s\n", html, strerror(errno));
+		rc = -1;
+	}
+	if (fflush(stdout) != 0)
+		rc = -1;
+	return rc == -1 ? EXIT_USAGE : rc;
+}
+
+static int
+cmd_audit(int argc, char **argv)
+{
+	static const struct option opts[] = {
+	    {"json", no_argument, NULL, 'j'},
+	    {"blocked", no_argument, NULL, 'B'},
+	    {"flagged", no_argument, NULL, 'F'},
+	    {"host", required_argument, NULL, 'H'},
+	    {"since", required_argument, NULL, 's'},
+	    {"until", required_argument, NULL, 'u'},
+	    {"event", required_argument, NULL, 'e'},
+	    {"follow", no_argument, NULL, 'f'},
+	    {"suggest", no_argument, NULL, 'S'},
+	    {"verify", no_argument, NULL, 'V'},
+	    {"html", required_argument, NULL, 'o'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	struct review_opts o;
+	struct buf types;
+	const char *verb = "summary", *html = NULL, *path, *nc;
+	int ch, modes = 0, filters = 0, rc = EXIT_USAGE;
+
+	review_opts_init(&o);
+	buf_init(&types);
+	optind = 2;
+	while ((ch = getopt_long(argc, argv, "jBFH:s:u:e:fSVo:h", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'j':
+			o.json = 1;
+			break;
+		case 'B':
+		case 'F':
+			o.filter.actions |= ch == 'B' ? REVIEW_ONLY_BLOCK : REVIEW_ONLY_FLAG;
+			filters = 1;
+			break;
+		case 'H':
+			o.filter.host_glob = optarg;
+			filters = 1;
+			break;
+		case 's':
+		case 'u':
+			if (audit_time(ch == 's' ? "--since" : "--until", optarg,
+			               ch == 's' ? &o.filter.since_ms : &o.filter.until_ms) == -1)
+				goto out;
+			filters = 1;
+			break;
+		case 'e':
+			if (audit_add_events(&types, optarg) == -1)
+				goto out;
+			filters = 1;
+			break;
+		case 'f':
+		case 'S':
+		case 'V':
+			verb = ch == 'f' ? "follow" : ch == 'S' ? "suggest" : "verify";
+			modes++;
+			break;
+		case 'o':
+			html = optarg;
+			verb = "html";
+			modes++;
+			break;
+		case 'h':
+			usage(stdout);
+			rc = 0;
+			goto out;
+		default:
+			usage(stderr);
+			goto out;
+		}
+	}
+	if (audit_check_args(modes, filters, o.json, html != NULL, verb) == -1)
+		goto out;
+	if (optind < argc - 1) {
+		fprintf(stderr, "policyctl: audit takes at most one FILE\n");
+		goto out;
+	}
+	path = optind < argc ? argv[optind] : "-";
+	if (optind == argc && isatty(STDIN_FILENO)) {
+		fprintf(stderr, "policyctl: audit needs a FILE (or - for stdin)\n");
+		usage(stderr);
+		goto out;
+	}
+	o.name = path;
+	if (types.len > 0)
+		o.filter.events = buf_cstr(&types);
+	nc = getenv("NO_COLOR");
+	o.color = isatty(STDOUT_FILENO) && (nc == NULL || *nc == '\0');
+	rc = audit_run(verb, path, html, &o);
+out:
+	buf_free(&types);
+	return rc;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -506,6 +741,8 @@ main(int argc, char **argv)
 		usage(stdout);
 		return 0;
 	}
+	if (strcmp(cmd, "audit") == 0)
+		return cmd_audit(argc, argv);
 	explain = strcmp(cmd, "explain") == 0;
 	if (!explain && strcmp(cmd, "check") != 0) {
 		fprintf(stderr, "policyctl: unknown command \"%s\"\n", cmd);

@@ -101,6 +101,8 @@ static const struct schema_key schema_keys[] = {
     {"network", "onViolation", SCHEMA_ENUM, schema_store_violation, F(on_violation), 0, 0,
      schema_violations, 0},
     {"network", "failClosed", SCHEMA_BOOL, schema_store_int, F(fail_closed), 0, 0, NULL, 0},
+    {"network", "blockDohProviders", SCHEMA_BOOL, schema_store_int, F(block_doh_providers), 0, 0,
+     NULL, 0},
     {"network", "proxyPort", SCHEMA_INT, schema_store_int, F(proxy_port), 1, 65535, NULL, 0},
     {"network", "dnsPort", SCHEMA_INT, schema_store_int, F(dns_port), 1, 65535, NULL, 0},
     {"network", "maxGraphqlBody", SCHEMA_INT, schema_store_size, F(max_graphql_body), 1,

@@ -24,7 +24,6 @@
 
 static void conn_read_head(struct conn *);
 static void conn_upstream_cb(void *, struct upstream_result *);
-static void conn_set_state(struct conn *, enum conn_state);
 static void conn_tls_failed(struct conn *, const char *);
 
 static void
@@ -42,13 +41,16 @@ conn_timer_cb(evutil_socket_t fd, short what, void *arg)
 	case CONN_HANDSHAKE:
 		conn_tls_failed(c, "TLS handshake timed out");
 		return;
+	case CONN_PEEK:
+		conn_close(c, "redirected client sent nothing in time");
+		return;
 	default:
 		conn_close(c, "timeout");
 	}
 }
 
 /* Every state change goes through here: it re-arms the state's timeout. */
-static void
+void
 conn_set_state(struct conn *c, enum conn_state s)
 {
 	const struct egressd_limits *lim = &c->e->lim;
@@ -71,6 +73,7 @@ conn_set_state(struct conn *c, enum conn_state s)
 		tv.tv_sec = CONN_DRAIN_SECS;
 		break;
 	case CONN_HANDSHAKE:
+	case CONN_PEEK:
 		tv.tv_sec = lim->header_timeout;
 		break;
 	case CONN_EXCHANGE:
@@ -113,7 +116,7 @@ conn_audit(struct conn *c)
 	is_connect = method != NULL && strcmp(method, "CONNECT") == 0;
 	c->flags |= CONN_F_AUDITED;
 	audit_event_init(&ev);
-	ev.event = is_connect ? "connect" : "http";
+	ev.event = c->x->event != NULL ? c->x->event : is_connect ? "connect" : "http";
 	if (c->x->decision.rule[0] != '\0') {
 		ev.action = policy_action_name(c->x->decision.action);
 		ev.rule = c->x->decision.rule;
@@ -126,6 +129,8 @@ conn_audit(struct conn *c)
 	ev.port = c->x->port ? c->x->port : -1;
 	ev.scheme = is_connect ? NULL : (c->flags & CONN_F_TLS) ? "https" : "http";
 	ev.tls = c->x->tls;
+	if (is_connect && c->sni[0] != '\0')
+		ev.sni = c->sni;
 	if (c->upstream != NULL) {
 		addr_format(&c->upstream->addr, addr, sizeof addr);
 		ev.addr = addr;
@@ -210,6 +215,11 @@ conn_close(struct conn *c, const char *why)
 		bufferevent_free(c->client.bev);
 	c->client.bev = NULL;
 	event_free(c->timer);
+	if (c->peek != NULL)
+		event_free(c->peek);
+	if (c->peek_retry != NULL)
+		event_free(c->peek_retry);
+	c->peek = c->peek_retry = NULL;
 	conn_exchange_free(c);
 	TAILQ_REMOVE(&e->conns, c, entry);
 	e->nconns--;
@@ -274,6 +284,14 @@ conn_block(struct conn *c)
 	char body[1024], hint[320];
 	int keep;
 
+	if ((c->flags & CONN_F_TRANSPARENT) && !(c->flags & CONN_F_TLS) &&
+	    strcmp(c->x->req.method, "CONNECT") == 0) {
+		/* A redirected TLS or TCP stream cannot be answered in HTTP: cut it. */
+		c->x->status = 0;
+		conn_audit(c);
+		conn_close(c, "blocked");
+		return;
+	}
 	if (strcmp(c->x->req.method, "CONNECT") == 0)
 		snprintf(hint, sizeof hint, "--method CONNECT %s%s%s:%u",
 		         c->x->host.kind == HOST_ADDR && c->x->host.addr.af == AF_INET6 ? "[" : "",
@@ -355,6 +373,8 @@ conn_tunnel_kind(struct conn *c)
 	struct domain_match m;
 	const char *list = c->x->decision.list;
 
+	if (c->x->event != NULL)
+		return "tunnel"; /* transparent bytes that are not TLS */
 	if (c->x->host.kind == HOST_NAME && policy_passthrough(c->policy, &c->x->host, &m))
 		return "passthrough";
 	if (c->e->tls == NULL ||
@@ -450,7 +470,8 @@ conn_intercept(struct conn *c)
 	c->iport = c->x->port;
 	c->x->status = 200;
 	c->x->tls = "intercept";
-	relay_send(&c->client, established, sizeof established - 1);
+	if (!(c->flags & CONN_F_TRANSPARENT))
+		relay_send(&c->client, established, sizeof established - 1);
 	conn_audit(c);
 	conn_exchange_free(c);
 	/* The CONNECT's own Connection header says nothing about the requests inside. */
@@ -603,6 +624,44 @@ conn_request_inside(struct conn *c)
 	conn_request_body(c, 0);
 }
 
+/*
+ * A plain HTTP request redirected to the transparent listener: the host is
+ * the Host header's (resolved by egressd, never the original address), the
+ * port the one the client connected to. No Host: decided by the address.
+ */
+static void
+conn_request_redirected(struct conn *c)
+{
+	const struct http_target *u = &c->x->req.uri;
+	const char *hv = http_msg_header(&c->x->req, "Host"), *err, *end;
+	size_t len;
+
+	if (strcmp(c->x->req.method, "CONNECT") == 0 ||
+	    (u->form != HTTP_TARGET_ORIGIN && u->form != HTTP_TARGET_ABSOLUTE)) {
+		conn_error(c, 400, "Bad Request", "expected an origin-form request");
+		return;
+	}
+	if (u->form == HTTP_TARGET_ABSOLUTE)
+		hv = u->authority;
+	c->x->port = c->iport;
+	if (hv == NULL || *hv == '\0') {
+		c->x->host = c->ihost;
+		c->x->authority = c->ihost.name;
+	} else {
+		if (*hv == '[')
+			end = strchr(hv, ']') ? strchr(hv, ']') + 1 : hv + strlen(hv);
+		else
+			end = strchr(hv, ':') ? strchr(hv, ':') : hv + strlen(hv);
+		len = (size_t)(end - hv);
+		if ((err = host_parse(hv, len, &c->x->host)) != NULL) {
+			conn_error(c, 400, "Bad Request", err);
+			return;
+		}
+		c->x->authority = hv;
+	}
+	conn_request_body(c, 0);
+}
+
 /* The head of a request is in: parse its target and decide or hold its body. */
 static void
 conn_request(struct conn *c)
@@ -613,6 +672,10 @@ conn_request(struct conn *c)
 	c->x->t_start = time_mono_ms();
 	if (c->flags & CONN_F_TLS) {
 		conn_request_inside(c);
+		return;
+	}
+	if (c->flags & CONN_F_TRANSPARENT) {
+		conn_request_redirected(c);
 		return;
 	}
 	if (!is_connect && c->x->req.uri.form != HTTP_TARGET_ABSOLUTE) {
@@ -776,6 +839,7 @@ conn_client_read_cb(struct bufferevent *bev, void *arg)
 		break;
 	case CONN_TLS_WAIT:
 	case CONN_HANDSHAKE:
+	case CONN_PEEK:
 		break;
 	}
 }
@@ -1068,7 +1132,8 @@ conn_upstream_cb(void *arg, struct upstream_result *r)
 	if (strcmp(c->x->req.method, "CONNECT") == 0) {
 		c->x->status = 200;
 		c->x->tls = conn_tunnel_kind(c);
-		relay_send(&c->client, established, sizeof established - 1);
+		if (!(c->flags & CONN_F_TRANSPARENT))
+			relay_send(&c->client, established, sizeof established - 1);
 		c->flags |= CONN_F_RESP_STARTED;
 		conn_tunnel(c);
 		return;
@@ -1085,8 +1150,9 @@ conn_tunnel(struct conn *c)
 	relay_pump(c);
 }
 
-void
-conn_accept(struct egressd *e, int fd, const struct sockaddr *sa, socklen_t salen)
+/* A connection for an accepted socket, not yet reading; NULL if none can be made. */
+struct conn *
+conn_new(struct egressd *e, int fd, const struct sockaddr *sa)
 {
 	struct conn *c;
 	char host[INET6_ADDRSTRLEN];
@@ -1109,14 +1175,13 @@ conn_accept(struct egressd *e, int fd, const struct sockaddr *sa, socklen_t sale
 		snprintf(c->client_addr, sizeof c->client_addr, "[%s]:%u", host,
 		         ntohs(sin6->sin6_port));
 	}
-	(void)salen;
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 	c->client.bev = bufferevent_socket_new(e->base, fd, BEV_OPT_CLOSE_ON_FREE);
 	if (c->client.bev == NULL) {
 		close(fd);
 		policy_unref(c->policy);
 		free(c);
-		return;
+		return NULL;
 	}
 	c->client.conn = c->up.conn = c;
 	c->client.plain = 1;
@@ -1128,8 +1193,68 @@ conn_accept(struct egressd *e, int fd, const struct sockaddr *sa, socklen_t sale
 	bufferevent_setcb(c->client.bev, conn_client_read_cb, conn_client_write_cb, conn_event_cb,
 	                  &c->client);
 	bufferevent_setwatermark(c->client.bev, EV_WRITE, RELAY_LOW_MARK, 0);
+	return c;
+}
+
+void
+conn_accept(struct egressd *e, int fd, const struct sockaddr *sa, socklen_t salen)
+{
+	struct conn *c;
+
+	if ((c = conn_new(e, fd, sa)) == NULL)
+		return;
 	bufferevent_enable(c->client.bev, EV_READ | EV_WRITE);
 	conn_set_state(c, CONN_READ_HEAD);
+}
+
+/* Start reading requests (transparent: plain HTTP was seen). */
+void
+conn_start(struct conn *c)
+{
+	bufferevent_enable(c->client.bev, EV_READ | EV_WRITE);
+	conn_set_state(c, CONN_READ_HEAD);
+	conn_read_head(c);
+}
+
+/*
+ * Decide a connection the transparent listener classified: host (a name
+ * from SNI, or the original address) and the original port, as a CONNECT
+ * would be. kind is "connect" for TLS and "tcp" for bytes that are neither
+ * TLS nor HTTP (decided by address alone).
+ */
+void
+conn_transparent(struct conn *c, const struct host *h, uint16_t port, const char *kind)
+{
+	struct policy_request pr;
+
+	conn_exchange_new(c);
+	c->x->req.method = "CONNECT";
+	c->x->req_parsed = 1;
+	c->x->event = kind;
+	c->x->t_start = time_mono_ms();
+	c->x->host = *h;
+	c->x->port = port;
+	c->x->req_body.done = 1;
+	memset(&pr, 0, sizeof pr);
+	pr.host = &c->x->host;
+	pr.method = "CONNECT";
+	pr.port = port;
+	policy_decide(c->policy, &pr, &c->x->decision);
+	if (kind != NULL && c->x->decision.action != ACTION_BLOCK &&
+	    (c->x->decision.list == NULL || strcmp(c->x->decision.list, "allowlist") != 0)) {
+		/*
+		 * Bytes that are neither TLS nor HTTP carry no method or name to
+		 * decide by: only an address the allowlist names may receive them.
+		 */
+		c->x->decision.action = ACTION_BLOCK;
+		snprintf(c->x->decision.rule, sizeof c->x->decision.rule, "not-http-or-tls");
+		c->x->decision.list = NULL;
+		snprintf(c->x->decision.source, sizeof c->x->decision.source, "builtin");
+		snprintf(c->x->decision.reason, sizeof c->x->decision.reason,
+		         "a redirected connection that is neither TLS nor HTTP goes only to an "
+		         "allowlisted address");
+	}
+	conn_proceed(c);
 }
 
 /* SIGTERM: connections waiting for a request are closed now. */

@@ -25,6 +25,7 @@ struct listener {
 	struct evconnlistener *lev;
 	struct event *retry;
 	int paused;
+	int transparent; /* redirected connections: peeked and classified */
 };
 
 /* Split "host:port" or "[v6]:port" into a socket address. */
@@ -189,7 +190,10 @@ listener_accept_cb(struct evconnlistener *lev, evutil_socket_t fd, struct sockad
 		listener_pause(l);
 		return;
 	}
-	conn_accept(e, fd, sa, (socklen_t)salen);
+	if (l->transparent)
+		transparent_accept(e, fd, sa);
+	else
+		conn_accept(e, fd, sa, (socklen_t)salen);
 	if (e->nconns >= e->lim.max_conns) {
 		log_warnx("connection limit (%u) reached: accepting paused", e->lim.max_conns);
 		listener_pause(l);
@@ -223,12 +227,13 @@ listener_error_cb(struct evconnlistener *lev, void *arg)
 }
 
 struct listener *
-listener_new(struct egressd *e, int fd)
+listener_new(struct egressd *e, int fd, int transparent)
 {
 	struct listener *l;
 
 	l = xcalloc(1, sizeof *l);
 	l->e = e;
+	l->transparent = transparent;
 	l->lev = evconnlistener_new(e->base, listener_accept_cb, l,
 	                            LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, -1, fd);
 	if (l->lev == NULL) {

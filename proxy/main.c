@@ -35,6 +35,8 @@ struct egressd_opts {
 	int check;
 	int allow_non_loopback;
 	struct tls_opts tls;
+	const char *transparent[2];
+	int ntransparent;
 };
 
 static void
@@ -42,8 +44,8 @@ usage(FILE *f)
 {
 	fprintf(
 	    f,
-	    "usage: egressd [--config FILE]... [--proxy ADDR:PORT] [--dns ADDR:PORT] [--audit "
-	    "FILE|-]\n"
+	    "usage: egressd [--config FILE]... [--proxy ADDR:PORT] [--dns ADDR:PORT]\n"
+	    "               [--transparent ADDR:PORT]... [--audit FILE|-]\n"
 	    "               [--upstream-dns ADDR[:PORT]]... [--ready-fd N] [--check]\n"
 	    "               [--ca-out FILE] [--ca-bundle-out FILE] [--ca-cert FILE --ca-key FILE]\n"
 	    "               [--upstream-ca FILE]\n"
@@ -142,14 +144,25 @@ egressd_stop(struct egressd *e)
 	event_base_loopexit(e->base, NULL);
 }
 
+static void
+egressd_listeners(struct egressd *e, void (*fn)(struct listener *))
+{
+	if (e->proxy_lst != NULL)
+		fn(e->proxy_lst);
+	if (e->transparent_lst[0] != NULL)
+		fn(e->transparent_lst[0]);
+	if (e->transparent_lst[1] != NULL)
+		fn(e->transparent_lst[1]);
+}
+
 /* Called whenever a connection has gone: finishes a drain when none are left. */
 void
 egressd_conn_gone(struct egressd *e)
 {
 	if (e->draining && e->nconns == 0)
 		egressd_stop(e);
-	else if (!e->draining && e->proxy_lst != NULL && e->nconns < e->lim.max_conns)
-		listener_resume(e->proxy_lst);
+	else if (!e->draining && e->nconns < e->lim.max_conns)
+		egressd_listeners(e, listener_resume);
 }
 
 static void
@@ -179,8 +192,7 @@ egressd_term_cb(evutil_socket_t sig, short what, void *arg)
 	e->draining = 1;
 	log_info("signal %d: draining %u connection%s (grace %us)", (int)sig, e->nconns,
 	         e->nconns == 1 ? "" : "s", e->lim.grace);
-	if (e->proxy_lst != NULL)
-		listener_pause(e->proxy_lst);
+	egressd_listeners(e, listener_pause);
 	if (e->resolver != NULL)
 		resolver_stop(e->resolver);
 	conn_drain_idle(e);
@@ -317,6 +329,7 @@ egressd_parse(int argc, char **argv, struct egressd *e, struct egressd_opts *o)
 	    {"ca-cert", required_argument, NULL, 9},
 	    {"ca-key", required_argument, NULL, 10},
 	    {"upstream-ca", required_argument, NULL, 11},
+	    {"transparent", required_argument, NULL, 12},
 	    {"verbose", no_argument, NULL, 'v'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
@@ -399,6 +412,14 @@ egressd_parse(int argc, char **argv, struct egressd *e, struct egressd_opts *o)
 		case 11:
 			o->tls.upstream_ca = optarg;
 			break;
+		case 12:
+			if (o->ntransparent == 2) {
+				fprintf(stderr,
+				        "egressd: --transparent: at most two (IPv4 and IPv6)\n");
+				return -1;
+			}
+			o->transparent[o->ntransparent++] = optarg;
+			break;
 		default:
 			usage(stderr);
 			return -1;
@@ -437,6 +458,40 @@ egressd_defaults(struct egressd *e, struct egressd_opts *o)
 	e->http = http_limits_default;
 }
 
+/*
+ * The transparent listeners (strict mode): inherited as "transparent" and
+ * "transparent6", or bound from --transparent (up to two, for IPv4 and
+ * IPv6: nftables redirects local IPv6 traffic to ::1).
+ */
+static int
+egressd_listen_transparent(struct egressd *e, struct egressd_opts *o)
+{
+	static const char *const names[2] = {"transparent", "transparent6"};
+	char err[256];
+	int i, fd;
+
+	for (i = 0; i < 2; i++) {
+		if ((fd = listener_inherited(names[i])) < 0 && o->transparent[i] != NULL &&
+		    (fd = listener_bind(o->transparent[i], o->allow_non_loopback, err,
+		                        sizeof err)) == -1) {
+			fprintf(stderr, "egressd: --transparent %s: %s\n", o->transparent[i], err);
+			return -1;
+		}
+		if (fd < 0)
+			continue;
+		if (!o->allow_non_loopback && !listener_is_loopback(fd)) {
+			fprintf(stderr,
+			        "egressd: the transparent listener is not on a loopback "
+			        "address; pass --allow-non-loopback if that is really meant.\n");
+			close(fd);
+			return -1;
+		}
+		if ((e->transparent_lst[i] = listener_new(e, fd, 1)) == NULL)
+			return -1;
+	}
+	return 0;
+}
+
 /* Bind the proxy listener, or take the one the launcher passed down. */
 static int
 egressd_listen(struct egressd *e, struct egressd_opts *o, char *shown, size_t len)
@@ -465,9 +520,9 @@ egressd_listen(struct egressd *e, struct egressd_opts *o, char *shown, size_t le
 		close(fd);
 		return -1;
 	}
-	if ((e->proxy_lst = listener_new(e, fd)) == NULL)
+	if ((e->proxy_lst = listener_new(e, fd, 0)) == NULL)
 		return -1;
-	return 0;
+	return egressd_listen_transparent(e, o);
 }
 
 static void
@@ -603,6 +658,8 @@ main(int argc, char **argv)
 out:
 	conn_close_all(&e, "shutdown");
 	listener_free(e.proxy_lst);
+	listener_free(e.transparent_lst[0]);
+	listener_free(e.transparent_lst[1]);
 	upstream_pool_free(e.pool);
 	resolver_free(e.resolver);
 	if (e.scratch)

@@ -178,6 +178,7 @@ struct egressd {
 	char **files; /* --config, in order */
 	size_t nfiles;
 	struct listener *proxy_lst;
+	struct listener *transparent_lst[2]; /* IPv4 and IPv6 */
 	struct event *ev_hup;
 	struct event *ev_term;
 	struct event *ev_int;
@@ -199,7 +200,7 @@ void egressd_conn_gone(struct egressd *);
 
 /* listener.c */
 struct listener;
-struct listener *listener_new(struct egressd *, int);
+struct listener *listener_new(struct egressd *, int, int);
 void listener_free(struct listener *);
 void listener_pause(struct listener *);
 void listener_resume(struct listener *);
@@ -219,6 +220,7 @@ enum conn_state {
 	CONN_FLUSH,      /* writing a last response, then close */
 	CONN_TLS_WAIT,   /* 200 to CONNECT still being written, then TLS */
 	CONN_HANDSHAKE,  /* TLS handshake with the client */
+	CONN_PEEK,       /* transparent: waiting for the first bytes */
 };
 
 /* How one body is moving from one side to the other. */
@@ -251,6 +253,7 @@ struct exchange {
 	int upgrade;           /* a WebSocket upgrade was sent up */
 	const char *authority; /* host[:port] for the upstream's Host header */
 	const char *tls;       /* CONNECT: intercept, passthrough or tunnel */
+	const char *event;     /* audit event type when not http/connect (tcp) */
 	struct host host;
 	uint16_t port;
 	char *path; /* no query string: it may carry secrets */
@@ -273,27 +276,34 @@ struct conn {
 	enum conn_state state;
 	int flags;
 #define CONN_F_CLOSED        0x1
-#define CONN_F_AUDITED       0x2  /* the current exchange has its audit event */
-#define CONN_F_RESP_STARTED  0x4  /* response bytes went to the client */
-#define CONN_F_CLIENT_CLOSE  0x8  /* close after this exchange */
-#define CONN_F_CONTINUE_SENT 0x10 /* we answered 100 Continue ourselves */
-#define CONN_F_TLS           0x20 /* intercepted: the client side is TLS */
-#define CONN_F_SNI_MISMATCH  0x40 /* the client's SNI named another host */
-#define CONN_F_CLOSE_FLUSHED 0x80 /* tunnel: close once the peer's output is written */
+#define CONN_F_AUDITED       0x2   /* the current exchange has its audit event */
+#define CONN_F_RESP_STARTED  0x4   /* response bytes went to the client */
+#define CONN_F_CLIENT_CLOSE  0x8   /* close after this exchange */
+#define CONN_F_CONTINUE_SENT 0x10  /* we answered 100 Continue ourselves */
+#define CONN_F_TLS           0x20  /* intercepted: the client side is TLS */
+#define CONN_F_SNI_MISMATCH  0x40  /* the client's SNI named another host */
+#define CONN_F_CLOSE_FLUSHED 0x80  /* tunnel: close once the peer's output is written */
+#define CONN_F_TRANSPARENT   0x100 /* accepted on the transparent listener */
 	struct conn_side client;
 	struct conn_side up;
 	struct upstream *upstream;
 	struct upstream_job *job;
 	struct event *timer;
+	struct event *peek;       /* transparent: the first bytes are readable */
+	struct event *peek_retry; /* transparent: look again for the rest of a ClientHello */
 	char client_addr[64];
-	struct host ihost; /* intercepted: the CONNECT host and port */
+	struct host
+	    ihost; /* intercepted: the CONNECT host and port; transparent: the original destination */
 	uint16_t iport;
 	char sni[256];
 
 	struct exchange *x; /* the exchange in progress; NULL between requests */
 };
 
+struct conn *conn_new(struct egressd *, int, const struct sockaddr *);
 void conn_accept(struct egressd *, int, const struct sockaddr *, socklen_t);
+void conn_start(struct conn *);
+void conn_transparent(struct conn *, const struct host *, uint16_t, const char *);
 void conn_close(struct conn *, const char *);
 void conn_drain_idle(struct egressd *);
 void conn_close_all(struct egressd *, const char *);
@@ -301,6 +311,10 @@ void conn_error(struct conn *, int, const char *, const char *);
 void conn_flush_close(struct conn *);
 void conn_exchange_done(struct conn *);
 void conn_tunnel(struct conn *);
+void conn_set_state(struct conn *, enum conn_state);
+
+/* transparent.c */
+void transparent_accept(struct egressd *, int, const struct sockaddr *);
 
 /* relay.c */
 #define RELAY_HIGH_MARK   (256 * 1024) /* stop reading a side past this much queued */

@@ -20,6 +20,7 @@
 #include <event2/util.h>
 
 #include "proxy.h"
+#include "resolver.h"
 
 #define UPSTREAM_MAX_ADDRS 16
 
@@ -57,9 +58,8 @@ struct upstream_job {
 	struct decision decision; /* the name's decision; the guard is applied per address */
 	upstream_cb cb;
 	void *arg;
-	struct evdns_getaddrinfo_request *dns_req;
-	struct evutil_addrinfo *ai_sync;
-	int dns_err_sync;
+	struct resolver_lookup *lookup; /* the in-process resolver's, in flight */
+	int dns_err;
 	int in_call;
 	int sync_done;
 	struct addr addrs[UPSTREAM_MAX_ADDRS];
@@ -260,61 +260,48 @@ upstream_try_next(struct upstream_job *j)
 	return -1;
 }
 
-static void
-upstream_take_addrs(struct upstream_job *j, struct evutil_addrinfo *ai)
+/* Take a lookup's outcome into j: the answer lives only during the callback. */
+static int
+upstream_take_answer(struct upstream_job *j, const struct resolver_answer *a)
 {
-	struct evutil_addrinfo *p;
+	size_t i;
 
-	for (p = ai; p != NULL && j->naddrs < UPSTREAM_MAX_ADDRS; p = p->ai_next) {
-		struct addr *a = &j->addrs[j->naddrs];
-
-		memset(a, 0, sizeof *a);
-		if (p->ai_family == AF_INET) {
-			a->af = AF_INET;
-			memcpy(a->a, &((struct sockaddr_in *)p->ai_addr)->sin_addr, 4);
-		} else if (p->ai_family == AF_INET6) {
-			a->af = AF_INET6;
-			memcpy(a->a, &((struct sockaddr_in6 *)p->ai_addr)->sin6_addr, 16);
-		} else
-			continue;
-		j->naddrs++;
+	if (a->err == RESOLVER_E_BLOCKED) {
+		/* A blocked name in the CNAME chain: the resolver's decision stands. */
+		j->blocked = *a->blocked;
+		return UPSTREAM_E_BLOCKED;
 	}
+	if (a->err != RESOLVER_OK)
+		return UPSTREAM_E_RESOLVE;
+	for (i = 0; i < a->naddrs && j->naddrs < UPSTREAM_MAX_ADDRS; i++)
+		j->addrs[j->naddrs++] = a->addrs[i];
+	return UPSTREAM_OK;
+}
+
+/* Connect to what the lookup found; -1 once j is finished (and freed). */
+static int
+upstream_resolved(struct upstream_job *j, int err)
+{
+	if (err != UPSTREAM_OK) {
+		upstream_finish(j, NULL, err);
+		return -1;
+	}
+	return upstream_try_next(j);
 }
 
 static void
-upstream_resolved(struct upstream_job *j, int err, struct evutil_addrinfo *ai)
-{
-	if (err != 0 || ai == NULL) {
-		if (ai != NULL)
-			evutil_freeaddrinfo(ai);
-		upstream_finish(j, NULL, UPSTREAM_E_RESOLVE);
-		return;
-	}
-	upstream_take_addrs(j, ai);
-	evutil_freeaddrinfo(ai);
-	(void)upstream_try_next(j);
-}
-
-static void
-upstream_dns_cb(int err, struct evutil_addrinfo *ai, void *arg)
+upstream_dns_cb(void *arg, const struct resolver_answer *a)
 {
 	struct upstream_job *j = arg;
 
-	if (err == EVUTIL_EAI_CANCEL) {
-		/* The job is gone already (cancel or timeout): touch nothing. */
-		if (ai != NULL)
-			evutil_freeaddrinfo(ai);
-		return;
-	}
-	j->dns_req = NULL;
+	j->lookup = NULL;
+	j->dns_err = upstream_take_answer(j, a);
 	if (j->in_call) {
-		/* Answered from inside evdns_getaddrinfo: finish after it returns. */
+		/* Answered from the cache inside resolver_lookup: go on after it returns. */
 		j->sync_done = 1;
-		j->dns_err_sync = err;
-		j->ai_sync = ai;
 		return;
 	}
-	upstream_resolved(j, err, ai);
+	(void)upstream_resolved(j, j->dns_err);
 }
 
 static void
@@ -322,10 +309,8 @@ upstream_timeout_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct upstream_job *j = arg;
 
-	if (j->dns_req != NULL) {
-		evdns_getaddrinfo_cancel(j->dns_req);
-		j->dns_req = NULL;
-	}
+	resolver_lookup_cancel(j->lookup);
+	j->lookup = NULL;
 	j->last_errno = ETIMEDOUT;
 	upstream_finish(j, NULL, UPSTREAM_E_TIMEOUT);
 }
@@ -371,12 +356,11 @@ struct upstream_job *
 upstream_get(struct egressd *e, struct policy *p, const struct host *h, uint16_t port,
              const struct decision *d, int flags, upstream_cb cb, void *arg)
 {
-	struct evutil_addrinfo hints;
 	struct upstream_job *j;
 	struct upstream_result r;
 	struct upstream *u;
 	struct timeval tv = {e->lim.connect_timeout, 0};
-	char key[HOST_NAME_MAXLEN + 8], portstr[8];
+	char key[HOST_NAME_MAXLEN + 8];
 
 	upstream_key(key, h->name, port);
 	memset(&r, 0, sizeof r);
@@ -402,19 +386,11 @@ upstream_get(struct egressd *e, struct policy *p, const struct host *h, uint16_t
 		j->naddrs = 1;
 		return upstream_try_next(j) == 0 ? j : NULL;
 	}
-	memset(&hints, 0, sizeof hints);
-	hints.ai_family = AF_UNSPEC;
-	hints.ai_socktype = SOCK_STREAM;
-	hints.ai_protocol = IPPROTO_TCP;
-	hints.ai_flags = EVUTIL_AI_ADDRCONFIG;
-	snprintf(portstr, sizeof portstr, "%u", port);
 	j->in_call = 1;
-	j->dns_req = evdns_getaddrinfo(e->dns, h->name, portstr, &hints, upstream_dns_cb, j);
+	j->lookup = resolver_lookup(e->resolver, p, h->name, upstream_dns_cb, j);
 	j->in_call = 0;
-	if (j->sync_done) {
-		upstream_resolved(j, j->dns_err_sync, j->ai_sync);
-		return NULL;
-	}
+	if (j->sync_done)
+		return upstream_resolved(j, j->dns_err) == 0 ? j : NULL;
 	return j;
 }
 
@@ -424,10 +400,8 @@ upstream_cancel(struct upstream_job *j)
 {
 	if (j == NULL)
 		return;
-	if (j->dns_req != NULL) {
-		evdns_getaddrinfo_cancel(j->dns_req);
-		j->dns_req = NULL;
-	}
+	resolver_lookup_cancel(j->lookup);
+	j->lookup = NULL;
 	upstream_job_free(j);
 }
 

@@ -1,14 +1,16 @@
 /*
- * # build: gcc -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Wshadow -Wstrict-prototypes -Wformat=2 -Wno-unused-parameter tests/bench/loadgen.c -o loadgen $(pkg-config --cflags --libs libevent)
+ * # build: gcc -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Wshadow -Wstrict-prototypes -Wformat=2 -Wno-unused-parameter tests/bench/loadgen.c -o loadgen $(pkg-config --cflags --libs libevent libevent_openssl libssl libcrypto)
  *
  * loadgen: the HTTP/1.1 load generator of the benchmarks. One libevent loop
  * drives N connections to an origin, directly or through an explicit proxy
- * (absolute-form request line), parses every response's framing, records each
- * request's latency in a log-linear histogram and prints one human line and
- * one RESULT line. Targets must be loopback addresses: a load generator aimed
- * at the wrong host is a flood, and the benchmarks only ever run locally.
- * Standalone on purpose (libevent only), so it can be built and run against
- * any proxy without the rest of the tree.
+ * (absolute-form request line; for https, a CONNECT tunnel with TLS inside,
+ * verified against a given CA and the URL's host name), parses every
+ * response's framing, records each request's latency in a log-linear
+ * histogram and prints one human line and one RESULT line. Targets must be
+ * loopback addresses: a load generator aimed at the wrong host is a flood,
+ * and the benchmarks only ever run locally. Standalone on purpose (libevent
+ * and OpenSSL only), so it can be built and run against any proxy without
+ * the rest of the tree.
  */
 #include <sys/types.h>
 #include <sys/resource.h>
@@ -16,6 +18,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -27,10 +30,15 @@
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 
 #define LG_HEAD_MAX   (64 * 1024) /* a response head past this is a parse error */
 #define LG_CHUNK_LINE 1024        /* longest chunk-size line accepted */
@@ -40,6 +48,8 @@
 #define LG_SUB        (1 << LG_SUB_BITS)
 #define LG_MAG_MAX    40 /* 2^40 ns, about 18 minutes: longer latencies share the last bucket */
 #define LG_BUCKETS    (LG_SUB + (LG_MAG_MAX - LG_SUB_BITS + 1) * LG_SUB)
+#define LG_HOST_MAX   253
+#define LG_TLS_NOTES  3 /* TLS failures explained on stderr, so a broken setup says why */
 
 enum lg_mode { LG_KEEPALIVE, LG_CLOSE, LG_IDLE };
 
@@ -54,9 +64,24 @@ enum lg_state {
 	LG_HOLD, /* idle mode: one response read, connection kept open and quiet */
 };
 
-enum lg_err { LG_E_CONNECT, LG_E_STATUS, LG_E_TIMEOUT, LG_E_PARSE, LG_E_CLOSED, LG_E_MAX };
-static const char *const lg_err_names[LG_E_MAX] = {"connect", "status", "timeout", "parse",
-                                                   "closed"};
+/*
+ * How an https connection gets ready: TCP first (and a CONNECT exchange
+ * through a proxy) on a plain bufferevent, then its descriptor moves to a
+ * TLS bufferevent.
+ */
+enum lg_setup { LG_S_NONE, LG_S_TCP, LG_S_TUNNEL };
+
+enum lg_err {
+	LG_E_CONNECT,
+	LG_E_STATUS,
+	LG_E_TIMEOUT,
+	LG_E_PARSE,
+	LG_E_CLOSED,
+	LG_E_TLS,
+	LG_E_MAX
+};
+static const char *const lg_err_names[LG_E_MAX] = {"connect", "status", "timeout",
+                                                   "parse",   "closed", "tls"};
 
 /* Log-linear histogram: exact below 64 ns, then 64 sub-buckets per power of two (<1.6% error). */
 struct lg_hist {
@@ -77,9 +102,11 @@ struct lg_conn {
 	int reusable;
 	int connected;
 	int in_flight;
-	int got_bytes;   /* some of the current response has arrived */
-	int resent;      /* the current request was already resent once */
-	uint64_t served; /* responses read on this TCP connection */
+	int got_bytes;       /* some of the current response has arrived */
+	int resent;          /* the current request was already resent once */
+	uint64_t served;     /* responses read on this TCP connection */
+	enum lg_setup setup; /* not LG_S_NONE: bev is the plain bufferevent of the set-up */
+	int tls_up;          /* the TLS handshake of this connection is done */
 };
 
 struct loadgen {
@@ -90,6 +117,14 @@ struct loadgen {
 	struct sockaddr_in dst; /* where TCP goes: the proxy, or the origin */
 	char *request;
 	size_t request_len;
+	char *tunnel; /* the CONNECT request, for https through a proxy */
+	size_t tunnel_len;
+	SSL_CTX *ssl_ctx;           /* NULL for plain http */
+	char host[LG_HOST_MAX + 1]; /* the https server name: SNI and certificate check */
+	int host_is_ip;
+	uint64_t handshakes;
+	uint64_t body_bytes;
+	int tls_notes;
 	const char *name;
 	enum lg_mode mode;
 	int nconns;
@@ -117,6 +152,9 @@ static void lg_conn_start(struct lg_conn *);
 static int lg_conn_open(struct lg_conn *);
 static void lg_read_cb(struct bufferevent *, void *);
 static void lg_event_cb(struct bufferevent *, short, void *);
+static void lg_conn_tls(struct lg_conn *);
+static void lg_tunnel_read(struct lg_conn *, struct evbuffer *);
+static void lg_tls_note(struct loadgen *, struct bufferevent *);
 
 static void
 lg_die(const char *msg)
@@ -223,12 +261,29 @@ lg_stop_cb(evutil_socket_t fd, short what, void *arg)
 static void
 lg_conn_drop(struct lg_conn *c)
 {
+	evutil_socket_t fd;
+
 	if (c->bev != NULL) {
+		/* The set-up bufferevent does not own its descriptor: it moves on to TLS. */
+		fd = c->setup != LG_S_NONE ? bufferevent_getfd(c->bev) : -1;
+		bufferevent_disable(c->bev, EV_READ | EV_WRITE);
 		bufferevent_free(c->bev);
+		if (fd >= 0)
+			close(fd);
 		c->bev = NULL;
 	}
+	c->setup = LG_S_NONE;
 	c->connected = 0;
+	c->tls_up = 0;
 	c->served = 0;
+}
+
+/* Queues the request unless the connection is still being set up (it is sent at the hand-off). */
+static void
+lg_conn_send(struct lg_conn *c)
+{
+	if (c->bev != NULL && c->setup == LG_S_NONE)
+		bufferevent_write(c->bev, c->lg->request, c->lg->request_len);
 }
 
 /* Idle mode: once every connection is parked or has failed, tell the driver. */
@@ -512,6 +567,7 @@ lg_parse(struct lg_conn *c, struct evbuffer *in)
 			if (n > c->left)
 				n = (size_t)c->left;
 			evbuffer_drain(in, n);
+			c->lg->body_bytes += n;
 			c->left -= n;
 			if (c->left > 0)
 				return 0;
@@ -542,6 +598,7 @@ lg_parse(struct lg_conn *c, struct evbuffer *in)
 				return -1;
 			break;
 		case LG_UNTIL_EOF:
+			c->lg->body_bytes += evbuffer_get_length(in);
 			evbuffer_drain(in, evbuffer_get_length(in));
 			return 0;
 		case LG_HOLD:
@@ -557,6 +614,10 @@ lg_read_cb(struct bufferevent *bev, void *arg)
 	struct evbuffer *in = bufferevent_get_input(bev);
 	int r;
 
+	if (c->setup != LG_S_NONE) {
+		lg_tunnel_read(c, in);
+		return;
+	}
 	if (!c->in_flight && c->state != LG_HOLD) {
 		evbuffer_drain(in, evbuffer_get_length(in));
 		return;
@@ -585,10 +646,26 @@ lg_event_cb(struct bufferevent *bev, short what, void *arg)
 	struct lg_conn *c = arg;
 	int one = 1;
 
+	if ((what & BEV_EVENT_CONNECTED) && c->connected) {
+		c->tls_up = 1;
+		c->lg->handshakes++;
+		return;
+	}
 	if (what & BEV_EVENT_CONNECTED) {
 		c->connected = 1;
 		c->lg->connects++;
 		setsockopt(bufferevent_getfd(bev), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+		if (c->setup == LG_S_TCP)
+			lg_conn_tls(c);
+		return;
+	}
+	if (c->lg->ssl_ctx != NULL && c->setup == LG_S_NONE && !c->tls_up &&
+	    !(what & BEV_EVENT_TIMEOUT)) {
+		lg_tls_note(c->lg, bev);
+		if (c->in_flight)
+			lg_conn_done(c, LG_E_TLS);
+		else
+			lg_conn_drop(c);
 		return;
 	}
 	if (c->state == LG_HOLD) {
@@ -616,13 +693,119 @@ lg_event_cb(struct bufferevent *bev, short what, void *arg)
 		c->resent = 1;
 		c->lg->resends++;
 		if (lg_conn_open(c) == 0)
-			bufferevent_write(c->bev, c->lg->request, c->lg->request_len);
+			lg_conn_send(c);
 	} else if (what & BEV_EVENT_TIMEOUT)
 		lg_conn_done(c, LG_E_TIMEOUT);
 	else if (!c->connected)
 		lg_conn_done(c, LG_E_CONNECT);
 	else
 		lg_conn_done(c, LG_E_CLOSED);
+}
+
+/* Explains a failed handshake on stderr, a few times per run, then only counts. */
+static void
+lg_tls_note(struct loadgen *lg, struct bufferevent *bev)
+{
+	char buf[256] = "the peer closed the connection";
+	unsigned long e;
+	SSL *ssl;
+	long vr;
+
+	if (lg->tls_notes >= LG_TLS_NOTES)
+		return;
+	lg->tls_notes++;
+	if ((e = bufferevent_get_openssl_error(bev)) != 0)
+		ERR_error_string_n(e, buf, sizeof buf);
+	ssl = bufferevent_openssl_get_ssl(bev);
+	vr = ssl != NULL ? SSL_get_verify_result(ssl) : X509_V_OK;
+	fprintf(stderr, "loadgen: TLS handshake failed: %s%s%s\n", buf, vr != X509_V_OK ? ": " : "",
+	        vr != X509_V_OK ? X509_verify_cert_error_string(vr) : "");
+}
+
+/*
+ * The TCP connection (and tunnel) is ready: its descriptor leaves the
+ * plain bufferevent for a TLS one that verifies the server's chain
+ * against the given CA and its name against the URL's host.
+ */
+static void
+lg_conn_tls(struct lg_conn *c)
+{
+	struct loadgen *lg = c->lg;
+	struct bufferevent *bev;
+	struct timeval tv;
+	evutil_socket_t fd = bufferevent_getfd(c->bev);
+	SSL *ssl;
+	int ok;
+
+	bufferevent_disable(c->bev, EV_READ | EV_WRITE);
+	bufferevent_free(c->bev);
+	c->bev = NULL;
+	c->setup = LG_S_NONE;
+	if ((ssl = SSL_new(lg->ssl_ctx)) == NULL) {
+		close(fd);
+		lg_conn_done(c, LG_E_TLS);
+		return;
+	}
+	if (lg->host_is_ip)
+		ok = X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), lg->host) == 1;
+	else
+		ok = SSL_set_tlsext_host_name(ssl, lg->host) == 1 &&
+		     SSL_set1_host(ssl, lg->host) == 1;
+	bev = ok ? bufferevent_openssl_socket_new(lg->base, fd, ssl, BUFFEREVENT_SSL_CONNECTING,
+	                                          BEV_OPT_CLOSE_ON_FREE)
+	         : NULL;
+	if (bev == NULL) {
+		SSL_free(ssl);
+		close(fd);
+		lg_conn_done(c, LG_E_TLS);
+		return;
+	}
+	/* Peers that end a connection-per-request exchange without close_notify are not wrong. */
+	bufferevent_openssl_set_allow_dirty_shutdown(bev, 1);
+	c->bev = bev;
+	bufferevent_setcb(bev, lg_read_cb, NULL, lg_event_cb, c);
+	tv.tv_sec = (time_t)lg->timeout;
+	tv.tv_usec = (suseconds_t)((lg->timeout - (double)tv.tv_sec) * 1e6);
+	bufferevent_set_timeouts(bev, &tv, &tv);
+	bufferevent_enable(bev, EV_READ | EV_WRITE);
+	if (c->in_flight)
+		lg_conn_send(c);
+}
+
+/* The proxy's answer to CONNECT: a 2xx head and nothing after it, then TLS starts. */
+static void
+lg_tunnel_read(struct lg_conn *c, struct evbuffer *in)
+{
+	struct evbuffer_ptr pos;
+	const char *p;
+	size_t hlen;
+
+	c->got_bytes = 1;
+	pos = evbuffer_search(in, "\r\n\r\n", 4, NULL);
+	if (pos.pos < 0) {
+		if (evbuffer_get_length(in) > LG_HEAD_MAX)
+			lg_conn_done(c, LG_E_PARSE);
+		return;
+	}
+	hlen = (size_t)pos.pos + 4;
+	if (hlen > LG_HEAD_MAX || hlen < 14 || evbuffer_get_length(in) != hlen) {
+		lg_conn_done(c, LG_E_PARSE);
+		return;
+	}
+	p = (const char *)evbuffer_pullup(in, (ssize_t)hlen);
+	if (strncmp(p, "HTTP/1.", 7) != 0 || p[8] != ' ') {
+		lg_conn_done(c, LG_E_PARSE);
+		return;
+	}
+	if (p[9] != '2') {
+		if (c->lg->tls_notes++ < LG_TLS_NOTES)
+			fprintf(stderr, "loadgen: CONNECT answered %.3s\n", p + 9);
+		lg_conn_done(c, LG_E_STATUS);
+		return;
+	}
+	evbuffer_drain(in, hlen);
+	c->got_bytes = 0;
+	lg_conn_tls(c);
 }
 
 /* Opens a new TCP connection for c; on failure the request is over with a connect error. */
@@ -632,11 +815,14 @@ lg_conn_open(struct lg_conn *c)
 	struct loadgen *lg = c->lg;
 	struct timeval tv;
 
-	c->bev = bufferevent_socket_new(lg->base, -1, BEV_OPT_CLOSE_ON_FREE);
+	c->bev =
+	    bufferevent_socket_new(lg->base, -1, lg->ssl_ctx != NULL ? 0 : BEV_OPT_CLOSE_ON_FREE);
 	if (c->bev == NULL) {
 		lg_conn_done(c, LG_E_CONNECT);
 		return -1;
 	}
+	if (lg->ssl_ctx != NULL)
+		c->setup = lg->tunnel != NULL ? LG_S_TUNNEL : LG_S_TCP;
 	bufferevent_setcb(c->bev, lg_read_cb, NULL, lg_event_cb, c);
 	tv.tv_sec = (time_t)lg->timeout;
 	tv.tv_usec = (suseconds_t)((lg->timeout - (double)tv.tv_sec) * 1e6);
@@ -646,6 +832,8 @@ lg_conn_open(struct lg_conn *c)
 		lg_conn_done(c, LG_E_CONNECT);
 		return -1;
 	}
+	if (c->setup == LG_S_TUNNEL)
+		bufferevent_write(c->bev, lg->tunnel, lg->tunnel_len);
 	return 0;
 }
 
@@ -666,19 +854,28 @@ lg_conn_start(struct lg_conn *c)
 	c->start_ns = lg_now_ns();
 	if (c->bev == NULL && lg_conn_open(c) == -1)
 		return;
-	bufferevent_write(c->bev, lg->request, lg->request_len);
+	lg_conn_send(c);
 }
 
-/* Splits http://AUTHORITY[/PATH] into authority and path; the authority is checked later. */
+/*
+ * Splits http[s]://AUTHORITY[/PATH] into authority and path; the authority
+ * is checked later. *tls says which scheme it was.
+ */
 static const char *
-lg_parse_url(const char *url, char *auth, size_t authsz, const char **path)
+lg_parse_url(const char *url, char *auth, size_t authsz, const char **path, int *tls)
 {
 	const char *host, *p;
 	size_t n;
 
-	if (strlen(url) > LG_URL_MAX || strncmp(url, "http://", 7) != 0)
-		return "URL must start with http://";
-	host = url + 7;
+	if (strlen(url) > LG_URL_MAX)
+		return "URL too long";
+	if (strncmp(url, "http://", 7) == 0)
+		host = url + 7;
+	else if (strncmp(url, "https://", 8) == 0)
+		host = url + 8;
+	else
+		return "URL must start with http:// or https://";
+	*tls = host[-2] == '/' && host[-3] == ':' && host[-4] == 's';
 	for (p = url; *p != '\0'; p++) {
 		if ((unsigned char)*p <= ' ' || *p == 0x7f)
 			return "URL has a space or control character";
@@ -742,26 +939,135 @@ lg_num(const char *opt, const char *s, double min, double max)
 static void
 lg_usage(void)
 {
-	fprintf(stderr,
-	        "usage: loadgen --url http://127.0.0.1:PORT/PATH [--proxy 127.0.0.1:PORT]\n"
-	        "               [--connections N] [--duration SECS] [--requests MAX]\n"
-	        "               [--mode keepalive|close|idle] [--timeout SECS] [--name NAME]\n");
+	fprintf(
+	    stderr,
+	    "usage: loadgen --url http://127.0.0.1:PORT/PATH [--proxy 127.0.0.1:PORT]\n"
+	    "               [--connections N] [--duration SECS] [--requests MAX]\n"
+	    "               [--mode keepalive|close|idle] [--timeout SECS] [--name NAME]\n"
+	    "       loadgen --url https://HOST[:PORT]/PATH --cacert FILE\n"
+	    "               [--proxy 127.0.0.1:PORT | --resolve 127.0.0.1] [options as above]\n");
 	exit(2);
 }
 
-/* Builds the one request every connection sends: origin-form, or absolute-form via a proxy. */
+/*
+ * Builds the one request every connection sends: origin-form, or
+ * absolute-form via a proxy; inside TLS always origin-form, and through a
+ * proxy the CONNECT that opens each tunnel.
+ */
 static void
 lg_build_request(struct loadgen *lg, const char *url, const char *auth, const char *path,
-                 int via_proxy)
+                 int via_proxy, int port)
 {
 	int n;
 
 	n = asprintf(&lg->request, "GET %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: loadgen\r\n%s\r\n",
-	             via_proxy ? url : path, auth,
+	             via_proxy && lg->ssl_ctx == NULL ? url : path, auth,
 	             lg->mode == LG_CLOSE ? "Connection: close\r\n" : "");
 	if (n < 0)
 		lg_die("out of memory");
 	lg->request_len = (size_t)n;
+	if (lg->ssl_ctx == NULL || !via_proxy)
+		return;
+	n = asprintf(&lg->tunnel,
+	             "CONNECT %s:%d HTTP/1.1\r\nHost: %s:%d\r\nUser-Agent: loadgen\r\n\r\n",
+	             lg->host, port, lg->host, port);
+	if (n < 0)
+		lg_die("out of memory");
+	lg->tunnel_len = (size_t)n;
+}
+
+/* A host name as the certificate check and SNI want it: LDH labels, no trailing dot. */
+static const char *
+lg_check_name(const char *h)
+{
+	size_t n = strlen(h), label = 0, i;
+
+	if (n == 0 || n > LG_HOST_MAX)
+		return "bad host name length";
+	for (i = 0; i < n; i++) {
+		if (h[i] == '.') {
+			if (label == 0)
+				return "empty label in host name";
+			label = 0;
+		} else if (isalnum((unsigned char)h[i]) || h[i] == '-') {
+			if (++label > 63)
+				return "label over 63 characters";
+		} else
+			return "host name has a character other than letters, digits, '-' and '.'";
+	}
+	return label == 0 ? "host name ends with a dot" : NULL;
+}
+
+/*
+ * https: the server name from the authority, and where TCP goes: the
+ * proxy, else --resolve, else the host itself when it is a loopback
+ * address. Returns the port.
+ */
+static int
+lg_setup_https(struct loadgen *lg, const char *auth, const char *resolve, const char *url)
+{
+	struct sockaddr_in sin;
+	const char *colon, *err;
+	char *end;
+	long port = 443;
+	size_t n;
+
+	colon = strchr(auth, ':');
+	n = colon != NULL ? (size_t)(colon - auth) : strlen(auth);
+	if (n > LG_HOST_MAX)
+		lg_die("--url: host name too long");
+	memcpy(lg->host, auth, n);
+	lg->host[n] = '\0';
+	if (colon != NULL) {
+		errno = 0;
+		port = strtol(colon + 1, &end, 10);
+		if (errno != 0 || *end != '\0' || end == colon + 1 || port < 1 || port > 65535)
+			lg_die("--url: bad port");
+	}
+	lg->host_is_ip = inet_pton(AF_INET, lg->host, &sin.sin_addr) == 1;
+	if (!lg->host_is_ip && (err = lg_check_name(lg->host)) != NULL) {
+		fprintf(stderr, "loadgen: --url %s: %s\n", url, err);
+		exit(2);
+	}
+	if (lg->host_is_ip && (ntohl(sin.sin_addr.s_addr) >> 24) != 127)
+		lg_die("--url: only loopback (127.0.0.0/8) targets are allowed");
+	if (lg->dst.sin_port != 0)
+		return (int)port; /* through the proxy */
+	if (resolve == NULL && !lg->host_is_ip)
+		lg_die("https to a host name needs --proxy or --resolve ADDR");
+	if ((err = lg_parse_addr(resolve != NULL ? resolve : lg->host, (int)port, &lg->dst)) !=
+	    NULL) {
+		fprintf(stderr, "loadgen: %s: %s\n", resolve != NULL ? "--resolve" : "--url", err);
+		exit(2);
+	}
+	lg->dst.sin_port = htons((uint16_t)port);
+	return (int)port;
+}
+
+/*
+ * One client context for the run: only the given CA is trusted (not the
+ * system store), the peer must verify, ALPN offers http/1.1 only, and no
+ * session is ever resumed, so every new connection is a full handshake.
+ */
+static void
+lg_setup_ssl(struct loadgen *lg, const char *cafile)
+{
+	static const unsigned char alpn[] = "\x08http/1.1";
+	SSL_CTX *ctx;
+
+	if ((ctx = SSL_CTX_new(TLS_client_method())) == NULL)
+		lg_die("SSL_CTX_new failed");
+	SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+	if (SSL_CTX_load_verify_locations(ctx, cafile, NULL) != 1) {
+		fprintf(stderr, "loadgen: --cacert %s: cannot load\n", cafile);
+		exit(2);
+	}
+	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+	SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
+	SSL_CTX_set_options(ctx, SSL_OP_NO_TICKET);
+	if (SSL_CTX_set_alpn_protos(ctx, alpn, sizeof alpn - 1) != 0)
+		lg_die("cannot set ALPN");
+	lg->ssl_ctx = ctx;
 }
 
 static void
@@ -776,12 +1082,14 @@ lg_parse_args(struct loadgen *lg, int argc, char **argv)
 	    {"mode", required_argument, NULL, 'm'},
 	    {"timeout", required_argument, NULL, 't'},
 	    {"name", required_argument, NULL, 'N'},
+	    {"cacert", required_argument, NULL, 'C'},
+	    {"resolve", required_argument, NULL, 'R'},
 	    {NULL, 0, NULL, 0},
 	};
-	const char *url = NULL, *proxy = NULL, *path, *err;
+	const char *url = NULL, *proxy = NULL, *path, *err, *cafile = NULL, *resolve = NULL;
 	struct sockaddr_in origin;
 	char auth[300];
-	int ch;
+	int ch, tls = 0, port = 0;
 
 	lg->nconns = 1;
 	lg->duration = 10;
@@ -821,27 +1129,42 @@ lg_parse_args(struct loadgen *lg, int argc, char **argv)
 		case 'N':
 			lg->name = optarg;
 			break;
+		case 'C':
+			cafile = optarg;
+			break;
+		case 'R':
+			resolve = optarg;
+			break;
 		default:
 			lg_usage();
 		}
 	}
 	if (optind != argc || url == NULL)
 		lg_usage();
-	if ((err = lg_parse_url(url, auth, sizeof auth, &path)) != NULL ||
-	    (err = lg_parse_addr(auth, 80, &origin)) != NULL) {
+	if ((err = lg_parse_url(url, auth, sizeof auth, &path, &tls)) != NULL ||
+	    (!tls && (err = lg_parse_addr(auth, 80, &origin)) != NULL)) {
 		fprintf(stderr, "loadgen: --url %s: %s\n", url, err);
 		exit(2);
 	}
-	lg->dst = origin;
+	if (tls != (cafile != NULL))
+		lg_die("https needs --cacert (certificates are always verified); http takes none");
+	if (!tls && resolve != NULL)
+		lg_die("--resolve is for https by name");
+	if (!tls)
+		lg->dst = origin;
 	if (proxy != NULL && (err = lg_parse_addr(proxy, 0, &lg->dst)) != NULL) {
 		fprintf(stderr, "loadgen: --proxy %s: %s\n", proxy, err);
 		exit(2);
 	}
 	if (proxy != NULL && lg->dst.sin_port == 0)
 		lg_die("--proxy needs a port");
+	if (tls) {
+		port = lg_setup_https(lg, auth, resolve, url);
+		lg_setup_ssl(lg, cafile);
+	}
 	if (lg->mode == LG_IDLE)
 		lg->max_requests = 0; /* one request per connection, then it is parked */
-	lg_build_request(lg, url, auth, path, proxy != NULL);
+	lg_build_request(lg, url, auth, path, proxy != NULL, port);
 }
 
 /* Each connection needs a descriptor: raise the soft limit as far as the hard one allows. */
@@ -868,14 +1191,19 @@ lg_report(struct loadgen *lg)
 	double rps = secs > 0 ? (double)lg->completed / secs : 0;
 	double p50 = lg_hist_pct(&lg->hist, 50) / 1e6, p90 = lg_hist_pct(&lg->hist, 90) / 1e6;
 	double p99 = lg_hist_pct(&lg->hist, 99) / 1e6, max = lg->hist.max / 1e6;
-	int i;
+	double mibs = secs > 0 ? (double)lg->body_bytes / 1048576.0 / secs : 0;
+	int i, tls = lg->ssl_ctx != NULL;
 
+	/* The tls error kind and the TLS figures appear for https only: http output is unchanged. */
 	printf("%s: %" PRIu64 " ok in %.2f s = %.1f req/s; latency ms p50 %.3f p90 %.3f "
 	       "p99 %.3f max %.3f; errors %" PRIu64 " (",
 	       lg->name, lg->completed, secs, rps, p50, p90, p99, max, lg_errors(lg));
-	for (i = 0; i < LG_E_MAX; i++)
+	for (i = 0; i < (tls ? LG_E_MAX : LG_E_TLS); i++)
 		printf("%s%s %" PRIu64, i ? " " : "", lg_err_names[i], lg->errors[i]);
-	printf("); %" PRIu64 " connects, %" PRIu64 " resends\n", lg->connects, lg->resends);
+	printf("); %" PRIu64 " connects, %" PRIu64 " resends", lg->connects, lg->resends);
+	if (tls)
+		printf("; %" PRIu64 " TLS handshakes, body %.1f MiB/s", lg->handshakes, mibs);
+	printf("\n");
 	printf("RESULT name=%s mode=%s conns=%d secs=%.2f requests=%" PRIu64 " rps=%.1f "
 	       "p50_ms=%.3f p90_ms=%.3f p99_ms=%.3f max_ms=%.3f errors=%" PRIu64
 	       " connects=%" PRIu64 " resends=%" PRIu64,
@@ -884,6 +1212,9 @@ lg_report(struct loadgen *lg)
 	if (lg->mode == LG_IDLE)
 		printf(" held=%d not_kept=%d held_closed=%d", lg->held, lg->not_kept,
 		       lg->held_closed);
+	if (tls)
+		printf(" tls=1 handshakes=%" PRIu64 " body_bytes=%" PRIu64 " mib_s=%.1f",
+		       lg->handshakes, lg->body_bytes, mibs);
 	printf("\n");
 	fflush(stdout);
 }
@@ -936,6 +1267,8 @@ main(int argc, char **argv)
 	}
 	free(lg.conns);
 	free(lg.request);
+	free(lg.tunnel);
+	SSL_CTX_free(lg.ssl_ctx);
 	event_free(lg.stop_ev);
 	event_free(lg.sigint_ev);
 	event_free(lg.sigterm_ev);

@@ -1,0 +1,108 @@
+/*
+ * The launch module: what sandbox-init, the image's PID 1, is made of. It
+ * binds egressd's listeners, starts egressd as its own user, puts the
+ * network mode in force with nftables, drops the payload to an
+ * unprivileged user with no capabilities, and probes the result
+ * (--selftest). launcher.c is the program; the rest is a library the unit
+ * tests link.
+ */
+#ifndef LAUNCH_H
+#define LAUNCH_H
+
+#include <sys/types.h>
+
+#include <stdint.h>
+
+#include "policy.h"
+
+#define LAUNCH_RUN_DIR        "/run/opencode-sandbox"
+#define LAUNCH_GLOBAL_CONFIG  "/etc/opencode-sandbox/policy.yaml"
+#define LAUNCH_PROJECT_CONFIG "/workspace/.opencode-sandbox.yaml"
+#define LAUNCH_MAX_ARGS       128
+
+/* nft.c */
+#define NFT_TABLE "opencode_sandbox"
+struct nft_rules {
+	enum policy_mode mode;
+	uid_t egress_uid;          /* the one uid that may leave (strict) */
+	uint16_t transparent_port; /* TCP redirect target on loopback */
+	uint16_t dns_port;         /* UDP and TCP 53 redirect target */
+};
+void nft_rules_build(const struct nft_rules *, struct buf *);
+int nft_rules_apply(const struct nft_rules *, char *, size_t);
+const char *nft_rules_compare(const struct nft_rules *, const char *);
+int nft_rules_verify(const struct nft_rules *, char *, size_t);
+int nft_rules_remove(char *, size_t);
+int nft_run(const char *, struct buf *, char *, size_t);
+
+/* priv.c */
+struct priv_user {
+	uid_t uid;
+	gid_t gid;
+	char name[64];
+	char home[256];
+};
+const char *priv_user_lookup(const char *, struct priv_user *);
+int priv_drop(const struct priv_user *, char *, size_t);
+int priv_check_dropped(const struct priv_user *, char *, size_t);
+int priv_keep_only_kill(char *, size_t);
+int priv_has_cap(int);
+
+/* env.c */
+struct env_opts {
+	const char *proxy_url;   /* http://127.0.0.1:PORT */
+	const char *ca_cert;     /* the run CA (PEM), or NULL */
+	const char *ca_bundle;   /* system store + run CA, or NULL */
+	const struct priv_user *user;
+	enum policy_mode mode;
+};
+char **env_build(char *const *, const struct env_opts *);
+void env_free(char **);
+const char *env_get(char *const *, const char *);
+int env_resolvers(const char *, char **, size_t, size_t *);
+int env_write_resolv(const char *, char *, size_t);
+
+/* spawn.c */
+enum spawn_listener {
+	SPAWN_PROXY,
+	SPAWN_TRANSPARENT,
+	SPAWN_DNS,
+	SPAWN_DNS_TCP,
+	SPAWN_TRANSPARENT6,
+	SPAWN_DNS6,
+	SPAWN_DNS_TCP6,
+	SPAWN_NLISTENERS,
+};
+struct spawn_egressd {
+	const char *path; /* the egressd executable */
+	char *argv[LAUNCH_MAX_ARGS];
+	int argc;
+	int fds[SPAWN_NLISTENERS]; /* -1: not bound */
+	uint16_t proxy_port;
+	uint16_t transparent_port;
+	uint16_t dns_port;
+	pid_t pid;
+};
+const char *spawn_find_egressd(const char *, char *, size_t);
+int spawn_supports(const char *, const char *);
+int spawn_bind_listeners(struct spawn_egressd *, char *, size_t);
+void spawn_close_listeners(struct spawn_egressd *);
+void spawn_listen_env(const struct spawn_egressd *, char *, size_t, char *, size_t);
+int spawn_egressd_start(struct spawn_egressd *, const struct priv_user *, char *, size_t);
+int spawn_wait_ready(int, pid_t, int, char *, size_t);
+
+/* selftest.c */
+struct selftest_opts {
+	const char *addr;    /* an outside IPv4 address the policy does not allow */
+	const char *addr6;   /* the same for IPv6 */
+	const char *host;    /* a name the policy blocks */
+	const char *doh_url; /* a DNS-over-HTTPS endpoint */
+	const char *https;   /* an HTTPS URL the policy allows (trust check) */
+	pid_t egressd_pid;
+	const char *run_dir; /* where the run's CA files are */
+	int json;
+	int timeout_ms;
+};
+int selftest_run(const struct selftest_opts *);
+
+#endif

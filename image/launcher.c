@@ -1,0 +1,872 @@
+/*
+ * sandbox-init: PID 1 of the sandbox image. It reads the configuration,
+ * binds egressd's listeners and starts it as its own user, waits for it to
+ * be ready, puts the network mode in force with nftables, points the
+ * payload at egressd (proxy variables, CA trust, resolv.conf), drops the
+ * payload to an unprivileged user with no capabilities and runs it. Then
+ * it is a plain init: signals forwarded to the payload's process group,
+ * every child reaped, the payload's exit status returned. Whatever cannot
+ * be set up stops it before the payload runs: never a silent weaker mode.
+ */
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <linux/capability.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "launch.h"
+
+#define EXIT_USAGE        2
+#define EXIT_SETUP        125 /* the sandbox could not be set up; CMD never ran */
+#define LAUNCH_MAX_CONFIG 32
+#define LAUNCH_MAX_DNS    8
+#define LAUNCH_GRACE_MS   15000
+
+extern char **environ;
+
+struct launcher {
+	char *flag_configs[LAUNCH_MAX_CONFIG];
+	size_t nflag_configs;
+	const char *global_config;
+	const char *project_config;
+	const char *mode_flag;
+	const char *user_spec;
+	const char *egress_spec;
+	const char *egressd_flag;
+	char *extra_args[LAUNCH_MAX_CONFIG];
+	size_t nextra_args;
+	const char *run_dir;
+	const char *trust_store;
+	const char *resolv_conf;
+	int ready_timeout_ms;
+	int selftest;
+	struct selftest_opts st;
+	char **cmd;
+
+	enum policy_mode mode;
+	int fail_closed;
+	char *audit_path;
+	char *files[LAUNCH_MAX_CONFIG + 3];
+	size_t nfiles;
+	struct priv_user user;
+	struct priv_user egress;
+	struct spawn_egressd eg;
+	char egressd_path[PATH_MAX];
+	char ca_cert[PATH_MAX];
+	char ca_bundle[PATH_MAX];
+	char mode_file[PATH_MAX];
+	char proxy_url[64];
+	char *upstream[LAUNCH_MAX_DNS];
+	size_t nupstream;
+	pid_t payload;
+	int payload_status;
+	int payload_done;
+	int egressd_done;
+	int stopped_for_egressd;
+};
+
+static void
+usage(FILE *f)
+{
+	fprintf(f,
+	        "usage: sandbox-init [--config FILE]... [--mode practical|strict|off]\n"
+	        "                    [--user NAME|UID] [--egress-user NAME|UID] [--egressd PATH]\n"
+	        "                    [--egressd-arg ARG]...\n"
+	        "                    [--ready-timeout S] [--run-dir DIR] [--trust-store FILE|none]\n"
+	        "                    [--resolv-conf FILE|none] [--global-config FILE|none]\n"
+	        "                    [--project-config FILE|none] [--proxy-port N]\n"
+	        "                    [--transparent-port N] [--dns-port N] [-v] -- CMD [ARG]...\n"
+	        "       sandbox-init [options] --selftest [--json] [--probe-addr A] [--probe-addr6 A]\n"
+	        "                    [--probe-host NAME] [--probe-doh URL] [--probe-https URL]\n");
+}
+
+static int
+launch_port(const char *s, uint16_t *out)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno != 0 || end == s || *end != '\0' || v < 1 || v > 65535)
+		return -1;
+	*out = (uint16_t)v;
+	return 0;
+}
+
+static const char *
+launch_none(const char *s)
+{
+	return strcmp(s, "none") == 0 ? NULL : s;
+}
+
+static int
+launch_parse(struct launcher *l, int argc, char **argv)
+{
+	static const struct option opts[] = {
+	    {"config", required_argument, NULL, 'c'},
+	    {"mode", required_argument, NULL, 'm'},
+	    {"user", required_argument, NULL, 'u'},
+	    {"egress-user", required_argument, NULL, 'e'},
+	    {"egressd", required_argument, NULL, 'E'},
+	    {"egressd-arg", required_argument, NULL, 'A'},
+	    {"ready-timeout", required_argument, NULL, 't'},
+	    {"run-dir", required_argument, NULL, 'r'},
+	    {"trust-store", required_argument, NULL, 'T'},
+	    {"resolv-conf", required_argument, NULL, 'R'},
+	    {"global-config", required_argument, NULL, 'G'},
+	    {"project-config", required_argument, NULL, 'P'},
+	    {"proxy-port", required_argument, NULL, 1},
+	    {"transparent-port", required_argument, NULL, 2},
+	    {"dns-port", required_argument, NULL, 3},
+	    {"selftest", no_argument, NULL, 'S'},
+	    {"json", no_argument, NULL, 'j'},
+	    {"probe-addr", required_argument, NULL, 4},
+	    {"probe-addr6", required_argument, NULL, 5},
+	    {"probe-host", required_argument, NULL, 6},
+	    {"probe-doh", required_argument, NULL, 7},
+	    {"probe-https", required_argument, NULL, 8},
+	    {"verbose", no_argument, NULL, 'v'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	uint16_t port;
+	char *end;
+	long v;
+	int ch;
+
+	while ((ch = getopt_long(argc, argv, "+c:m:u:vh", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'c':
+			if (l->nflag_configs == LAUNCH_MAX_CONFIG) {
+				fprintf(stderr, "sandbox-init: too many --config files\n");
+				return -1;
+			}
+			l->flag_configs[l->nflag_configs++] = optarg;
+			break;
+		case 'm':
+			if (strcmp(optarg, "practical") != 0 && strcmp(optarg, "strict") != 0 &&
+			    strcmp(optarg, "off") != 0) {
+				fprintf(stderr, "sandbox-init: --mode %s: expected practical, strict "
+				                "or off\n",
+				        optarg);
+				return -1;
+			}
+			l->mode_flag = optarg;
+			break;
+		case 'u':
+			l->user_spec = optarg;
+			break;
+		case 'e':
+			l->egress_spec = optarg;
+			break;
+		case 'E':
+			l->egressd_flag = optarg;
+			break;
+		case 'A':
+			if (l->nextra_args == LAUNCH_MAX_CONFIG) {
+				fprintf(stderr, "sandbox-init: too many --egressd-arg\n");
+				return -1;
+			}
+			l->extra_args[l->nextra_args++] = optarg;
+			break;
+		case 't':
+			errno = 0;
+			v = strtol(optarg, &end, 10);
+			if (errno != 0 || *end != '\0' || v < 1 || v > 600) {
+				fprintf(stderr, "sandbox-init: --ready-timeout %s: 1 to 600 seconds\n",
+				        optarg);
+				return -1;
+			}
+			l->ready_timeout_ms = (int)v * 1000;
+			break;
+		case 'r':
+			l->run_dir = optarg;
+			break;
+		case 'T':
+			l->trust_store = launch_none(optarg);
+			break;
+		case 'R':
+			l->resolv_conf = launch_none(optarg);
+			break;
+		case 'G':
+			l->global_config = launch_none(optarg);
+			break;
+		case 'P':
+			l->project_config = launch_none(optarg);
+			break;
+		case 1:
+		case 2:
+		case 3:
+			if (launch_port(optarg, &port) == -1) {
+				fprintf(stderr, "sandbox-init: bad port %s\n", optarg);
+				return -1;
+			}
+			if (ch == 1)
+				l->eg.proxy_port = port;
+			else if (ch == 2)
+				l->eg.transparent_port = port;
+			else
+				l->eg.dns_port = port;
+			break;
+		case 'S':
+			l->selftest = 1;
+			break;
+		case 'j':
+			l->st.json = 1;
+			break;
+		case 4:
+			l->st.addr = optarg;
+			break;
+		case 5:
+			l->st.addr6 = optarg;
+			break;
+		case 6:
+			l->st.host = optarg;
+			break;
+		case 7:
+			l->st.doh_url = optarg;
+			break;
+		case 8:
+			l->st.https = optarg;
+			break;
+		case 'v':
+			log_verbosity = LOG_LVL_DEBUG;
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		default:
+			usage(stderr);
+			return -1;
+		}
+	}
+	l->cmd = argv + optind;
+	if (!l->selftest && l->cmd[0] == NULL) {
+		fprintf(stderr, "sandbox-init: no command to run (-- CMD [ARG]...)\n");
+		usage(stderr);
+		return -1;
+	}
+	return 0;
+}
+
+static void
+launch_defaults(struct launcher *l)
+{
+	int pid1 = getpid() == 1;
+
+	memset(l, 0, sizeof *l);
+	l->global_config = LAUNCH_GLOBAL_CONFIG;
+	l->project_config = LAUNCH_PROJECT_CONFIG;
+	l->user_spec = "opencode";
+	l->egress_spec = "egress";
+	l->run_dir = LAUNCH_RUN_DIR;
+	/* Only PID 1 of a container owns the system files it rewrites. */
+	l->trust_store = pid1 ? "/etc/ssl/certs/ca-certificates.crt" : NULL;
+	l->resolv_conf = pid1 ? "/etc/resolv.conf" : NULL;
+	l->ready_timeout_ms = 10000;
+	l->eg.proxy_port = 0;
+	l->eg.transparent_port = 18081;
+	l->eg.dns_port = 53;
+	l->st.addr = "1.1.1.1";
+	l->st.addr6 = "2606:4700:4700::1111";
+	l->st.host = "api.segment.io";
+	l->st.doh_url = "https://cloudflare-dns.com/dns-query?dns=AAABAAABAAAAAAAAB2V4YW1wbGUDY29tAAABAAE";
+	l->st.https = "https://example.com/";
+	l->payload = -1;
+	l->eg.pid = -1;
+}
+
+static int
+launch_mode_rank(enum policy_mode m)
+{
+	return m == MODE_OFF ? 2 : m == MODE_STRICT ? 1 : 0;
+}
+
+static struct config *
+launch_load(char **files, size_t n)
+{
+	struct config *cfg;
+	struct buf errs;
+
+	buf_init(&errs);
+	if ((cfg = config_load(files, n, &errs)) == NULL)
+		fputs(buf_cstr(&errs), stderr);
+	buf_free(&errs);
+	return cfg;
+}
+
+/*
+ * Two loads: the trusted files (the global one and --config) and all of
+ * them with the project file. The project file lives in the workspace the
+ * payload writes to, so it may tighten the mode or turn failClosed on but
+ * never loosen them, and it never chooses where the audit log goes (that
+ * would let the payload aim egressd's writes at a file of its choosing).
+ */
+static int
+launch_config(struct launcher *l)
+{
+	char *trusted[LAUNCH_MAX_CONFIG + 1];
+	struct config *tc, *fc;
+	size_t nt = 0, i;
+	int rc = -1;
+
+	if (l->global_config != NULL && access(l->global_config, F_OK) == 0)
+		trusted[nt++] = l->files[l->nfiles++] = (char *)l->global_config;
+	if (l->project_config != NULL && access(l->project_config, F_OK) == 0)
+		l->files[l->nfiles++] = (char *)l->project_config;
+	for (i = 0; i < l->nflag_configs; i++)
+		trusted[nt++] = l->files[l->nfiles++] = l->flag_configs[i];
+	if ((tc = launch_load(trusted, nt)) == NULL)
+		return -1;
+	if ((fc = launch_load(l->files, l->nfiles)) == NULL)
+		goto out;
+	l->mode = tc->mode;
+	if (launch_mode_rank(fc->mode) > launch_mode_rank(tc->mode))
+		l->mode = fc->mode;
+	else if (fc->mode != tc->mode)
+		log_warnx("the project file asks for mode %s; the trusted configuration's %s stays",
+		          config_mode_name(fc->mode), config_mode_name(tc->mode));
+	l->fail_closed = tc->fail_closed || fc->fail_closed;
+	if (tc->audit_path != NULL)
+		l->audit_path = xstrdup(tc->audit_path);
+	else if (fc->audit_path != NULL)
+		log_warnx("audit.path of the project file is ignored: the audit log goes where "
+		          "the global configuration or --config says");
+	if (l->eg.proxy_port == 0)
+		l->eg.proxy_port = (uint16_t)fc->proxy_port;
+	rc = 0;
+out:
+	config_free(tc);
+	config_free(fc);
+	return rc;
+}
+
+static int
+launch_users(struct launcher *l)
+{
+	const char *why;
+
+	if ((why = priv_user_lookup(l->user_spec, &l->user)) != NULL) {
+		fprintf(stderr, "sandbox-init: payload user %s: %s (create it, or pass --user)\n",
+		        l->user_spec, why);
+		return -1;
+	}
+	if ((why = priv_user_lookup(l->egress_spec, &l->egress)) != NULL) {
+		fprintf(stderr,
+		        "sandbox-init: egressd user %s: %s (create it, or pass --egress-user)\n",
+		        l->egress_spec, why);
+		return -1;
+	}
+	if (l->user.uid == 0 || l->egress.uid == 0) {
+		fprintf(stderr, "sandbox-init: neither the payload nor egressd may run as root\n");
+		return -1;
+	}
+	if (l->user.uid == l->egress.uid) {
+		fprintf(stderr, "sandbox-init: the payload and egressd need different users: "
+		                "egressd's uid is the one the rules let out\n");
+		return -1;
+	}
+	return 0;
+}
+
+/* A directory that exists, is ours and has mode; made when missing. */
+static int
+launch_mkdir(const char *path, mode_t mode, uid_t uid)
+{
+	struct stat st;
+
+	if (mkdir(path, mode) == -1 && errno != EEXIST)
+		return -1;
+	if (lstat(path, &st) == -1 || !S_ISDIR(st.st_mode)) {
+		errno = ENOTDIR;
+		return -1;
+	}
+	if (chown(path, uid, 0) == -1 || chmod(path, mode) == -1)
+		return -1;
+	return 0;
+}
+
+/*
+ * The run directory (root's), the CA directory in it (egressd writes the
+ * certificate and bundle there; the payload reads them), the mode overlay
+ * (so egressd decides in the mode that is enforced) and the audit file,
+ * made for egressd and never through a link the payload may have placed.
+ */
+static int
+launch_files(struct launcher *l)
+{
+	char cadir[PATH_MAX];
+	FILE *f;
+	int fd;
+
+	if (launch_mkdir(l->run_dir, 0755, 0) == -1) {
+		fprintf(stderr, "sandbox-init: %s: %s\n", l->run_dir, strerror(errno));
+		return -1;
+	}
+	snprintf(cadir, sizeof cadir, "%s/ca", l->run_dir);
+	if (launch_mkdir(cadir, 0755, l->egress.uid) == -1) {
+		fprintf(stderr, "sandbox-init: %s: %s\n", cadir, strerror(errno));
+		return -1;
+	}
+	snprintf(l->ca_cert, sizeof l->ca_cert, "%s/ca.pem", cadir);
+	snprintf(l->ca_bundle, sizeof l->ca_bundle, "%s/ca-bundle.pem", cadir);
+	snprintf(l->mode_file, sizeof l->mode_file, "%s/mode.yaml", l->run_dir);
+	if ((f = fopen(l->mode_file, "we")) == NULL) {
+		fprintf(stderr, "sandbox-init: %s: %s\n", l->mode_file, strerror(errno));
+		return -1;
+	}
+	fprintf(f, "# written by sandbox-init: the mode in force\nversion: 1\nnetwork:\n  mode: %s\n",
+	        config_mode_name(l->mode));
+	fclose(f);
+	chmod(l->mode_file, 0644);
+	if (l->audit_path == NULL)
+		return 0;
+	fd = open(l->audit_path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd == -1 || fchown(fd, l->egress.uid, l->egress.gid) == -1) {
+		fprintf(stderr, "sandbox-init: audit log %s: %s\n", l->audit_path, strerror(errno));
+		if (fd != -1)
+			close(fd);
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
+static void
+launch_arg(struct launcher *l, const char *a)
+{
+	if (l->eg.argc >= LAUNCH_MAX_ARGS - 4)
+		fatalx("too many arguments for egressd");
+	l->eg.argv[l->eg.argc++] = xstrdup(a);
+}
+
+static void
+launch_egressd_argv(struct launcher *l)
+{
+	size_t i;
+
+	launch_arg(l, "egressd");
+	for (i = 0; i < l->nfiles; i++) {
+		launch_arg(l, "--config");
+		launch_arg(l, l->files[i]);
+	}
+	launch_arg(l, "--config");
+	launch_arg(l, l->mode_file);
+	if (l->audit_path != NULL) {
+		launch_arg(l, "--audit");
+		launch_arg(l, l->audit_path);
+	}
+	for (i = 0; i < l->nupstream; i++) {
+		launch_arg(l, "--upstream-dns");
+		launch_arg(l, l->upstream[i]);
+	}
+	if (spawn_supports(l->egressd_path, "--ca-out")) {
+		launch_arg(l, "--ca-out");
+		launch_arg(l, l->ca_cert);
+		launch_arg(l, "--ca-bundle-out");
+		launch_arg(l, l->ca_bundle);
+	} else {
+		log_warnx("this egressd has no --ca-out: no run CA, HTTPS is tunnelled, not "
+		          "intercepted, and the payload's CA variables are not set");
+		l->ca_cert[0] = l->ca_bundle[0] = '\0';
+	}
+	for (i = 0; i < l->nextra_args; i++)
+		launch_arg(l, l->extra_args[i]);
+}
+
+/* The original resolvers, for egressd, minus our own listener. */
+static void
+launch_resolvers(struct launcher *l)
+{
+	char *all[LAUNCH_MAX_DNS];
+	size_t n, i;
+
+	if (l->resolv_conf == NULL || env_resolvers(l->resolv_conf, all, LAUNCH_MAX_DNS, &n) == -1)
+		return;
+	for (i = 0; i < n; i++) {
+		if (l->eg.dns_port == 53 &&
+		    (strcmp(all[i], "127.0.0.1") == 0 || strcmp(all[i], "::1") == 0)) {
+			free(all[i]);
+			continue;
+		}
+		l->upstream[l->nupstream++] = all[i];
+	}
+}
+
+static const char *
+launch_fix_hint(void)
+{
+	return "Give the container CAP_NET_ADMIN (podman run --cap-add NET_ADMIN) and make sure "
+	       "the kernel has nftables (nf_tables, nft_nat, nft_redirect); or run practical mode "
+	       "instead (sandbox-init --mode practical, or network.mode: practical in the global "
+	       "configuration), which forces nothing: programs that ignore the proxy variables "
+	       "bypass it";
+}
+
+/* Checked before egressd starts, and again right before the rules. */
+static int
+launch_check_cap(struct launcher *l)
+{
+	if (l->mode == MODE_PRACTICAL || priv_has_cap(CAP_NET_ADMIN))
+		return 0;
+	fprintf(stderr,
+	        "sandbox-init: %s mode cannot be enforced: CAP_NET_ADMIN is missing, so no "
+	        "nftables rules can be installed. The command was not run. %s.\n",
+	        config_mode_name(l->mode), launch_fix_hint());
+	return -1;
+}
+
+/* strict and off: the rules, applied and read back, or a clear refusal. */
+static int
+launch_rules(struct launcher *l)
+{
+	struct nft_rules r;
+	char err[1024];
+
+	if (l->mode == MODE_PRACTICAL)
+		return 0;
+	memset(&r, 0, sizeof r);
+	r.mode = l->mode;
+	r.egress_uid = l->egress.uid;
+	r.transparent_port = l->eg.transparent_port;
+	r.dns_port = l->eg.dns_port;
+	if (launch_check_cap(l) == -1)
+		return -1;
+	if (nft_rules_apply(&r, err, sizeof err) == -1) {
+		fprintf(stderr,
+		        "sandbox-init: %s mode cannot be enforced: nftables refused the rules: %s. "
+		        "The command was not run. %s.\n",
+		        config_mode_name(l->mode), err, launch_fix_hint());
+		return -1;
+	}
+	if (nft_rules_verify(&r, err, sizeof err) == -1) {
+		fprintf(stderr,
+		        "sandbox-init: %s mode cannot be enforced: %s. The command was not run.\n",
+		        config_mode_name(l->mode), err);
+		return -1;
+	}
+	log_info("%s mode in force: table inet %s", config_mode_name(l->mode), NFT_TABLE);
+	return 0;
+}
+
+/* The run CA where the system trust store is read, written in place. */
+static int
+launch_trust_store(struct launcher *l)
+{
+	char buf[65536];
+	ssize_t n;
+	int in, out;
+
+	if (l->trust_store == NULL || l->ca_bundle[0] == '\0')
+		return 0;
+	if ((in = open(l->ca_bundle, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) == -1) {
+		fprintf(stderr, "sandbox-init: %s: %s\n", l->ca_bundle, strerror(errno));
+		return -1;
+	}
+	out = open(l->trust_store, O_WRONLY | O_TRUNC | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (out == -1) {
+		fprintf(stderr, "sandbox-init: %s: %s\n", l->trust_store, strerror(errno));
+		close(in);
+		return -1;
+	}
+	while ((n = read(in, buf, sizeof buf)) > 0)
+		if (write(out, buf, (size_t)n) != n)
+			break;
+	close(in);
+	close(out);
+	return 0;
+}
+
+static void
+launch_stop_egressd(struct launcher *l)
+{
+	if (l->eg.pid > 0 && !l->egressd_done)
+		kill(l->eg.pid, SIGTERM);
+}
+
+/* Everything up to the moment the payload may start; -1: it must not. */
+static int
+launch_setup(struct launcher *l)
+{
+	char err[512];
+	const char *why;
+	int ready;
+
+	if (launch_check_cap(l) == -1)
+		return -1;
+	if ((why = spawn_find_egressd(l->egressd_flag, l->egressd_path,
+	                              sizeof l->egressd_path)) != NULL) {
+		fprintf(stderr, "sandbox-init: %s: %s\n",
+		        l->egressd_flag ? l->egressd_flag : "egressd", why);
+		return -1;
+	}
+	if (launch_files(l) == -1)
+		return -1;
+	launch_resolvers(l);
+	launch_egressd_argv(l);
+	l->eg.path = l->egressd_path;
+	snprintf(l->proxy_url, sizeof l->proxy_url, "http://127.0.0.1:%u",
+	         (unsigned)l->eg.proxy_port);
+	if (spawn_bind_listeners(&l->eg, err, sizeof err) == -1) {
+		fprintf(stderr, "sandbox-init: cannot bind egressd's %s\n", err);
+		return -1;
+	}
+	ready = spawn_egressd_start(&l->eg, &l->egress, err, sizeof err);
+	spawn_close_listeners(&l->eg);
+	if (ready == -1) {
+		fprintf(stderr, "sandbox-init: starting egressd: %s\n", err);
+		return -1;
+	}
+	if (spawn_wait_ready(ready, l->eg.pid, l->ready_timeout_ms, err, sizeof err) == -1) {
+		close(ready);
+		fprintf(stderr,
+		        "sandbox-init: %s. The command was not run. egressd's own messages above "
+		        "say why; check the configuration with: egressd --check --config FILE\n",
+		        err);
+		return -1;
+	}
+	close(ready);
+	log_info("egressd ready (pid %ld)", (long)l->eg.pid);
+	if (launch_rules(l) == -1)
+		return -1;
+	if (l->ca_bundle[0] != '\0' && access(l->ca_bundle, R_OK) == -1) {
+		log_warnx("egressd wrote no CA bundle at %s: the CA variables are not set",
+		          l->ca_bundle);
+		l->ca_cert[0] = l->ca_bundle[0] = '\0';
+	}
+	if (launch_trust_store(l) == -1)
+		return -1;
+	if (l->resolv_conf != NULL && env_write_resolv(l->resolv_conf, err, sizeof err) == -1) {
+		fprintf(stderr, "sandbox-init: resolv.conf: %s\n", err);
+		return -1;
+	}
+	return 0;
+}
+
+static const int launch_forward[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH};
+
+static void
+launch_sigset(sigset_t *set)
+{
+	size_t i;
+
+	sigemptyset(set);
+	for (i = 0; i < EG_NELEM(launch_forward); i++)
+		sigaddset(set, launch_forward[i]);
+	sigaddset(set, SIGCHLD);
+}
+
+/* In the payload's child: its own group, the terminal, the user, then CMD. */
+static void EG_NORETURN
+launch_payload_child(struct launcher *l, char **env, const sigset_t *old)
+{
+	char err[512];
+	size_t i;
+
+	setpgid(0, 0);
+	if (isatty(STDIN_FILENO)) {
+		signal(SIGTTOU, SIG_IGN);
+		tcsetpgrp(STDIN_FILENO, getpgrp());
+	}
+	for (i = 0; i < EG_NELEM(launch_forward); i++)
+		signal(launch_forward[i], SIG_DFL);
+	signal(SIGTTOU, SIG_DFL);
+	signal(SIGTTIN, SIG_DFL);
+	signal(SIGPIPE, SIG_DFL);
+	sigprocmask(SIG_SETMASK, old, NULL);
+	if (priv_drop(&l->user, err, sizeof err) == -1) {
+		fprintf(stderr, "sandbox-init: dropping to the payload user: %s\n", err);
+		_exit(EXIT_SETUP);
+	}
+	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	environ = env;
+	if (l->selftest) {
+		l->st.egressd_pid = l->eg.pid;
+		l->st.run_dir = l->run_dir;
+		_exit(selftest_run(&l->st));
+	}
+	execvp(l->cmd[0], l->cmd);
+	fprintf(stderr, "sandbox-init: %s: %s\n", l->cmd[0], strerror(errno));
+	_exit(errno == ENOENT ? 127 : 126);
+}
+
+static void
+launch_reap(struct launcher *l)
+{
+	int status;
+	pid_t pid;
+
+	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+		if (pid == l->payload) {
+			l->payload_status = status;
+			l->payload_done = 1;
+		} else if (pid == l->eg.pid) {
+			l->egressd_done = 1;
+			if (l->payload_done)
+				continue;
+			fprintf(stderr,
+			        "sandbox-init: egressd exited (%s %d) while the command runs: %s\n",
+			        WIFEXITED(status) ? "status" : "signal",
+			        WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status),
+			        l->mode == MODE_PRACTICAL
+			            ? "the proxy is gone"
+			            : "the rules stay in force, so the command has no network");
+			if (l->fail_closed && l->payload > 0) {
+				fprintf(stderr, "sandbox-init: failClosed: stopping the command\n");
+				kill(-l->payload, SIGTERM);
+				l->stopped_for_egressd = 1;
+			}
+		}
+	}
+}
+
+/*
+ * The init loop (tini's): signals arrive synchronously through
+ * sigtimedwait, the forwarded ones go to the payload's process group, and
+ * every exited child is reaped, orphans included.
+ */
+static int
+launch_supervise(struct launcher *l)
+{
+	struct timespec tick = {0, 200 * 1000 * 1000};
+	uint64_t kill_at = 0, stop_at = 0;
+	sigset_t set;
+	int sig;
+
+	launch_sigset(&set);
+	for (;;) {
+		sig = sigtimedwait(&set, NULL, &tick);
+		if (sig > 0 && sig != SIGCHLD && !l->payload_done)
+			kill(-l->payload, sig);
+		launch_reap(l);
+		if (l->stopped_for_egressd && !l->payload_done) {
+			if (kill_at == 0)
+				kill_at = time_mono_ms() + 5000;
+			else if (time_mono_ms() > kill_at)
+				kill(-l->payload, SIGKILL);
+		}
+		if (!l->payload_done)
+			continue;
+		if (stop_at == 0) {
+			launch_stop_egressd(l);
+			stop_at = time_mono_ms() + LAUNCH_GRACE_MS;
+		}
+		if (l->egressd_done || l->eg.pid <= 0)
+			break;
+		if (time_mono_ms() > stop_at) {
+			log_warnx("egressd did not stop in time: killed");
+			kill(l->eg.pid, SIGKILL);
+		}
+	}
+	launch_reap(l);
+	if (l->stopped_for_egressd)
+		return EXIT_SETUP;
+	if (WIFSIGNALED(l->payload_status))
+		return 128 + WTERMSIG(l->payload_status);
+	return WEXITSTATUS(l->payload_status);
+}
+
+static int
+launch_run(struct launcher *l)
+{
+	struct env_opts eo;
+	sigset_t none;
+	char err[256], **env;
+	int rc;
+
+	memset(&eo, 0, sizeof eo);
+	eo.proxy_url = l->proxy_url;
+	eo.ca_cert = l->ca_cert[0] != '\0' ? l->ca_cert : NULL;
+	eo.ca_bundle = l->ca_bundle[0] != '\0' ? l->ca_bundle : NULL;
+	eo.user = &l->user;
+	eo.mode = l->mode;
+	env = env_build(environ, &eo);
+	if ((l->payload = fork()) == -1) {
+		fprintf(stderr, "sandbox-init: fork: %s\n", strerror(errno));
+		env_free(env);
+		return EXIT_SETUP;
+	}
+	if (l->payload == 0) {
+		sigemptyset(&none);
+		launch_payload_child(l, env, &none);
+	}
+	/* The child may not have run setpgid yet: do it from here as well. */
+	setpgid(l->payload, l->payload);
+	env_free(env);
+	if (priv_keep_only_kill(err, sizeof err) == -1)
+		log_warnx("keeping only CAP_KILL: %s", err);
+	rc = launch_supervise(l);
+	return rc;
+}
+
+static void
+launch_free(struct launcher *l)
+{
+	int i;
+	size_t j;
+
+	for (i = 0; i < l->eg.argc; i++)
+		free(l->eg.argv[i]);
+	for (j = 0; j < l->nupstream; j++)
+		free(l->upstream[j]);
+	free(l->audit_path);
+}
+
+int
+main(int argc, char **argv)
+{
+	struct launcher l;
+	sigset_t set;
+	int rc;
+
+	log_init("sandbox-init", LOG_LVL_INFO);
+	launch_defaults(&l);
+	if (launch_parse(&l, argc, argv) == -1)
+		return EXIT_USAGE;
+	if (launch_config(&l) == -1) {
+		launch_free(&l);
+		return EXIT_USAGE;
+	}
+	if (l.mode_flag != NULL)
+		l.mode = strcmp(l.mode_flag, "strict") == 0 ? MODE_STRICT
+		         : strcmp(l.mode_flag, "off") == 0  ? MODE_OFF
+		                                            : MODE_PRACTICAL;
+	if (geteuid() != 0) {
+		fprintf(stderr, "sandbox-init: must start as root (it binds egressd's listeners, "
+		                "installs the rules and drops to the payload user)\n");
+		launch_free(&l);
+		return EXIT_SETUP;
+	}
+	if (launch_users(&l) == -1) {
+		launch_free(&l);
+		return EXIT_SETUP;
+	}
+	/* Signals wait in the mask until the loop takes them. */
+	launch_sigset(&set);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	signal(SIGTTIN, SIG_IGN);
+	signal(SIGTTOU, SIG_IGN);
+	prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+	if (launch_setup(&l) == -1) {
+		launch_stop_egressd(&l);
+		if (l.eg.pid > 0)
+			waitpid(l.eg.pid, NULL, 0);
+		launch_free(&l);
+		return EXIT_SETUP;
+	}
+	rc = launch_run(&l);
+	launch_free(&l);
+	return rc;
+}

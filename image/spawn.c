@@ -1,0 +1,384 @@
+/*
+ * egressd as sandbox-init's child: its listeners are bound here while the
+ * launcher is still root (so egressd needs no privilege at all, and a
+ * privileged port like 53 is no problem), handed down with the LISTEN_FDS
+ * convention (fds from 3, LISTEN_FDNAMES naming them), and egressd is
+ * started as its own user and waited for until it writes READY.
+ */
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "launch.h"
+
+#define SPAWN_HELP_MAX     65536
+#define SPAWN_HELP_TIMEOUT 5000
+
+static const char *spawn_names[SPAWN_NLISTENERS] = {
+    "proxy", "transparent", "dns", "dns-tcp", "transparent", "dns", "dns-tcp",
+};
+
+/*
+ * egressd next to our own executable, then on PATH. A path given by the
+ * caller (--egressd) is taken as it is.
+ */
+const char *
+spawn_find_egressd(const char *given, char *out, size_t len)
+{
+	char self[PATH_MAX], *slash, *path, *dir, *save = NULL;
+	ssize_t n;
+
+	if (given != NULL) {
+		if (access(given, X_OK) == -1)
+			return "not an executable file";
+		snprintf(out, len, "%s", given);
+		return NULL;
+	}
+	if ((n = readlink("/proc/self/exe", self, sizeof self - 1)) > 0) {
+		self[n] = '\0';
+		if ((slash = strrchr(self, '/')) != NULL) {
+			*slash = '\0';
+			snprintf(out, len, "%s/egressd", self);
+			if (access(out, X_OK) == 0)
+				return NULL;
+		}
+	}
+	if ((path = getenv("PATH")) == NULL)
+		path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+	path = xstrdup(path);
+	for (dir = strtok_r(path, ":", &save); dir != NULL; dir = strtok_r(NULL, ":", &save)) {
+		snprintf(out, len, "%s/egressd", dir);
+		if (access(out, X_OK) == 0) {
+			free(path);
+			return NULL;
+		}
+	}
+	free(path);
+	return "egressd not found next to sandbox-init nor on PATH";
+}
+
+/*
+ * Does this egressd know a flag? Its --help is read: an egressd older than
+ * the launcher is told only what it understands, and the launcher says
+ * what that costs instead of failing to start it.
+ */
+int
+spawn_supports(const char *path, const char *flag)
+{
+	char *help;
+	size_t got = 0;
+	ssize_t n;
+	int p[2], status, found = 0;
+	struct pollfd pfd;
+	pid_t pid;
+
+	if (pipe2(p, O_CLOEXEC) == -1)
+		return 0;
+	if ((pid = fork()) == -1) {
+		close(p[0]);
+		close(p[1]);
+		return 0;
+	}
+	if (pid == 0) {
+		dup2(p[1], STDOUT_FILENO);
+		dup2(p[1], STDERR_FILENO);
+		execl(path, path, "--help", (char *)NULL);
+		_exit(127);
+	}
+	close(p[1]);
+	help = xmalloc(SPAWN_HELP_MAX + 1);
+	pfd.fd = p[0];
+	pfd.events = POLLIN;
+	while (got < SPAWN_HELP_MAX && poll(&pfd, 1, SPAWN_HELP_TIMEOUT) == 1) {
+		if ((n = read(p[0], help + got, SPAWN_HELP_MAX - got)) <= 0)
+			break;
+		got += (size_t)n;
+	}
+	help[got] = '\0';
+	close(p[0]);
+	kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
+	found = strstr(help, flag) != NULL;
+	free(help);
+	return found;
+}
+
+static int
+spawn_bind_one(int af, int type, uint16_t port, char *err, size_t errlen, const char *what)
+{
+	struct sockaddr_in sin;
+	struct sockaddr_in6 sin6;
+	struct sockaddr *sa;
+	socklen_t len;
+	int fd, one = 1;
+
+	memset(&sin, 0, sizeof sin);
+	memset(&sin6, 0, sizeof sin6);
+	if (af == AF_INET) {
+		sin.sin_family = AF_INET;
+		sin.sin_port = htons(port);
+		sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		sa = (struct sockaddr *)&sin;
+		len = sizeof sin;
+	} else {
+		sin6.sin6_family = AF_INET6;
+		sin6.sin6_port = htons(port);
+		sin6.sin6_addr = in6addr_loopback;
+		sa = (struct sockaddr *)&sin6;
+		len = sizeof sin6;
+	}
+	if ((fd = socket(af, type | SOCK_CLOEXEC, 0)) == -1)
+		goto fail;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+	if (af == AF_INET6)
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+	if (bind(fd, sa, len) == -1 || (type == SOCK_STREAM && listen(fd, 1024) == -1))
+		goto fail;
+	return fd;
+fail:
+	snprintf(err, errlen, "%s on %s port %u: %s", what, af == AF_INET ? "127.0.0.1" : "[::1]",
+	         (unsigned)port, strerror(errno));
+	if (fd != -1)
+		close(fd);
+	return -1;
+}
+
+/*
+ * Binds every listener on loopback: proxy, transparent, dns (UDP) and
+ * dns-tcp on 127.0.0.1, and the transparent and DNS ones again on ::1
+ * when the namespace has IPv6 (redirected IPv6 arrives at ::1).
+ */
+int
+spawn_bind_listeners(struct spawn_egressd *s, char *err, size_t errlen)
+{
+	static const struct {
+		int af, type, which;
+		const char *what;
+	} tab[SPAWN_NLISTENERS] = {
+	    {AF_INET, SOCK_STREAM, 0, "proxy listener"},
+	    {AF_INET, SOCK_STREAM, 1, "transparent listener"},
+	    {AF_INET, SOCK_DGRAM, 2, "DNS (UDP) socket"},
+	    {AF_INET, SOCK_STREAM, 2, "DNS (TCP) listener"},
+	    {AF_INET6, SOCK_STREAM, 1, "transparent listener"},
+	    {AF_INET6, SOCK_DGRAM, 2, "DNS (UDP) socket"},
+	    {AF_INET6, SOCK_STREAM, 2, "DNS (TCP) listener"},
+	};
+	uint16_t port;
+	int i;
+
+	for (i = 0; i < SPAWN_NLISTENERS; i++)
+		s->fds[i] = -1;
+	for (i = 0; i < SPAWN_NLISTENERS; i++) {
+		port = tab[i].which == 0   ? s->proxy_port
+		       : tab[i].which == 1 ? s->transparent_port
+		                           : s->dns_port;
+		s->fds[i] = spawn_bind_one(tab[i].af, tab[i].type, port, err, errlen, tab[i].what);
+		if (s->fds[i] != -1)
+			continue;
+		/* No IPv6 loopback: there is no IPv6 to redirect either. */
+		if (tab[i].af == AF_INET6 && (errno == EADDRNOTAVAIL || errno == EAFNOSUPPORT)) {
+			log_debug("no IPv6 loopback: %s", err);
+			continue;
+		}
+		spawn_close_listeners(s);
+		return -1;
+	}
+	return 0;
+}
+
+void
+spawn_close_listeners(struct spawn_egressd *s)
+{
+	int i;
+
+	for (i = 0; i < SPAWN_NLISTENERS; i++) {
+		if (s->fds[i] != -1)
+			close(s->fds[i]);
+		s->fds[i] = -1;
+	}
+}
+
+/* LISTEN_FDS and LISTEN_FDNAMES for the listeners bound, in fd order. */
+void
+spawn_listen_env(const struct spawn_egressd *s, char *nfds, size_t nlen, char *names,
+                 size_t namelen)
+{
+	int i, n = 0;
+	size_t used = 0;
+
+	names[0] = '\0';
+	for (i = 0; i < SPAWN_NLISTENERS; i++) {
+		if (s->fds[i] == -1)
+			continue;
+		used += (size_t)snprintf(names + used, namelen > used ? namelen - used : 0, "%s%s",
+		                         n > 0 ? ":" : "", spawn_names[i]);
+		n++;
+	}
+	snprintf(nfds, nlen, "%d", n);
+}
+
+/*
+ * In the child: the listeners at 3, 4, ... in order, the ready pipe right
+ * after them. Moved above every target first, so no dup2 overwrites a
+ * descriptor still to be moved.
+ */
+static int
+spawn_child_fds(const struct spawn_egressd *s, int ready, int *readyfd)
+{
+	int high[SPAWN_NLISTENERS + 1], i, n = 0, fd;
+
+	for (i = 0; i < SPAWN_NLISTENERS; i++) {
+		if (s->fds[i] == -1)
+			continue;
+		if ((high[n++] = fcntl(s->fds[i], F_DUPFD_CLOEXEC, 64)) == -1)
+			return -1;
+	}
+	if ((high[n] = fcntl(ready, F_DUPFD_CLOEXEC, 64)) == -1)
+		return -1;
+	for (i = 0; i <= n; i++) {
+		fd = 3 + i;
+		if (dup2(high[i], fd) == -1)
+			return -1;
+		close(high[i]);
+	}
+	*readyfd = 3 + n;
+	for (fd = *readyfd + 1; fd < 64; fd++)
+		close(fd);
+	return 0;
+}
+
+static void EG_NORETURN
+spawn_child(struct spawn_egressd *s, const struct priv_user *u, int ready)
+{
+	char err[256], nfds[16], names[256], pidbuf[32], readyarg[16];
+	char *env[8], **argv;
+	int readyfd, i;
+
+	sigset_t none;
+
+	/* The launcher's blocked signals and ignored SIGPIPE are not egressd's. */
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	signal(SIGPIPE, SIG_DFL);
+	signal(SIGTTIN, SIG_DFL);
+	signal(SIGTTOU, SIG_DFL);
+	setpgid(0, 0);
+	spawn_listen_env(s, nfds, sizeof nfds, names, sizeof names);
+	if (spawn_child_fds(s, ready, &readyfd) == -1) {
+		fprintf(stderr, "sandbox-init: egressd descriptors: %s\n", strerror(errno));
+		_exit(127);
+	}
+	if (priv_drop(u, err, sizeof err) == -1) {
+		fprintf(stderr, "sandbox-init: dropping to the egressd user: %s\n", err);
+		_exit(127);
+	}
+	/* Cleared by the uid change above, so set after it. */
+	prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0);
+	snprintf(pidbuf, sizeof pidbuf, "LISTEN_PID=%ld", (long)getpid());
+	i = 0;
+	env[i++] = xasprintf("LISTEN_FDS=%s", nfds);
+	env[i++] = pidbuf;
+	env[i++] = xasprintf("LISTEN_FDNAMES=%s", names);
+	env[i++] = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+	env[i++] = "HOME=/";
+	env[i] = NULL;
+	snprintf(readyarg, sizeof readyarg, "%d", readyfd);
+	argv = xcalloc((size_t)s->argc + 4, sizeof *argv);
+	for (i = 0; i < s->argc; i++)
+		argv[i] = s->argv[i];
+	argv[i++] = "--ready-fd";
+	argv[i++] = readyarg;
+	argv[i] = NULL;
+	fcntl(readyfd, F_SETFD, 0);
+	for (i = 3; i < readyfd; i++)
+		fcntl(i, F_SETFD, 0);
+	execve(s->path, argv, env);
+	fprintf(stderr, "sandbox-init: exec %s: %s\n", s->path, strerror(errno));
+	_exit(127);
+}
+
+/*
+ * Starts egressd as u with the listeners of s and --ready-fd; returns the
+ * read end of the ready pipe, or -1.
+ */
+int
+spawn_egressd_start(struct spawn_egressd *s, const struct priv_user *u, char *err, size_t errlen)
+{
+	int p[2];
+
+	if (pipe2(p, O_CLOEXEC) == -1) {
+		snprintf(err, errlen, "pipe: %s", strerror(errno));
+		return -1;
+	}
+	if ((s->pid = fork()) == -1) {
+		snprintf(err, errlen, "fork: %s", strerror(errno));
+		close(p[0]);
+		close(p[1]);
+		return -1;
+	}
+	if (s->pid == 0) {
+		close(p[0]);
+		spawn_child(s, u, p[1]);
+	}
+	close(p[1]);
+	return p[0];
+}
+
+/*
+ * Waits up to timeout_ms for READY on fd. egressd exiting first, or
+ * closing the pipe without the line, is a failure with its exit status.
+ */
+int
+spawn_wait_ready(int fd, pid_t pid, int timeout_ms, char *err, size_t errlen)
+{
+	char line[16];
+	size_t got = 0;
+	struct pollfd pfd = {fd, POLLIN, 0};
+	uint64_t deadline = time_mono_ms() + (uint64_t)timeout_ms;
+	int64_t left;
+	ssize_t n;
+	int status;
+
+	while (got < 6) {
+		left = (int64_t)deadline - (int64_t)time_mono_ms();
+		if (left <= 0) {
+			snprintf(err, errlen, "egressd was not ready within %d ms", timeout_ms);
+			return -1;
+		}
+		if (poll(&pfd, 1, (int)left) <= 0)
+			continue;
+		if ((n = read(fd, line + got, sizeof line - 1 - got)) <= 0)
+			break;
+		got += (size_t)n;
+	}
+	line[got] = '\0';
+	if (got >= 6 && strncmp(line, "READY\n", 6) == 0)
+		return 0;
+	/* The pipe closes as egressd exits: give its status a moment. */
+	for (n = 0; n < 100 && waitpid(pid, &status, WNOHANG) == 0; n++)
+		usleep(10000);
+	if (n < 100) {
+		if (WIFEXITED(status))
+			snprintf(err, errlen, "egressd exited with status %d before it was ready",
+			         WEXITSTATUS(status));
+		else
+			snprintf(err, errlen, "egressd was killed by signal %d before it was ready",
+			         WTERMSIG(status));
+	} else
+		snprintf(err, errlen, "egressd closed its ready pipe without saying READY");
+	return -1;
+}

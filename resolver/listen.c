@@ -1,0 +1,513 @@
+/*
+ * The resolver's sockets towards clients: one UDP socket and one TCP
+ * listener on the same address, bound here or inherited from the launcher
+ * (LISTEN_FDS, names "dns" and "dns-tcp"). TCP carries length-prefixed
+ * messages (RFC 7766): queries may be pipelined and are answered as their
+ * answers come, a connection idles out when nothing is in flight, and a
+ * client that stops reading stops being read.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/listener.h>
+
+#include "resolver.h"
+
+#define LISTEN_UDP_BURST    64
+#define LISTEN_TCP_INFLIGHT 64           /* queries of one connection waiting upstream */
+#define LISTEN_TCP_HIGH     (256 * 1024) /* stop reading past this much unsent */
+#define LISTEN_TCP_WRITE_S  10
+
+struct listen_tcp {
+	TAILQ_ENTRY(listen_tcp) entry;
+	struct listen *l;
+	struct bufferevent *bev;
+	struct resolver_waiters waiters;
+	unsigned inflight;
+	int eof;
+	struct sockaddr_storage peer;
+	socklen_t peer_len;
+};
+
+struct listen {
+	struct resolver *r;
+	int udp_fd;
+	struct event *udp_ev;
+	struct evconnlistener *lev;
+	TAILQ_HEAD(, listen_tcp) conns;
+	unsigned nconns;
+	uint8_t buf[MSG_MAX + 1];
+};
+
+/* Split "host[:port]" or "[v6]:port" (or a bare v6) into an address. */
+const char *
+listen_parse_addr(const char *spec, uint16_t defport, struct sockaddr_storage *ss,
+                  socklen_t *len)
+{
+	struct sockaddr_in *sin = (struct sockaddr_in *)ss;
+	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
+	char host[64];
+	const char *hs, *colon = NULL, *close_b;
+	size_t hlen;
+	char *end;
+	long port = defport;
+
+	memset(ss, 0, sizeof *ss);
+	if (spec[0] == '[') {
+		if ((close_b = strchr(spec, ']')) == NULL)
+			return "expected [ADDRESS]:PORT";
+		hs = spec + 1;
+		hlen = (size_t)(close_b - hs);
+		if (close_b[1] == ':')
+			colon = close_b + 1;
+		else if (close_b[1] != '\0')
+			return "expected [ADDRESS]:PORT";
+	} else if ((colon = strchr(spec, ':')) != NULL && strchr(colon + 1, ':') != NULL) {
+		hs = spec; /* a bare IPv6 address */
+		hlen = strlen(spec);
+		colon = NULL;
+	} else {
+		hs = spec;
+		hlen = colon != NULL ? (size_t)(colon - spec) : strlen(spec);
+	}
+	if (hlen == 0 || hlen >= sizeof host)
+		return "bad address";
+	memcpy(host, hs, hlen);
+	host[hlen] = '\0';
+	if (colon != NULL) {
+		errno = 0;
+		port = strtol(colon + 1, &end, 10);
+		if (errno != 0 || end == colon + 1 || *end != '\0' || port < 0 || port > 65535)
+			return "bad port";
+	}
+	if (inet_pton(AF_INET, host, &sin->sin_addr) == 1) {
+		sin->sin_family = AF_INET;
+		sin->sin_port = htons((uint16_t)port);
+		*len = sizeof *sin;
+		return NULL;
+	}
+	if (inet_pton(AF_INET6, host, &sin6->sin6_addr) == 1) {
+		sin6->sin6_family = AF_INET6;
+		sin6->sin6_port = htons((uint16_t)port);
+		*len = sizeof *sin6;
+		return NULL;
+	}
+	return "not an IP address";
+}
+
+void
+listen_sockaddr_text(const struct sockaddr_storage *ss, char *out, size_t len)
+{
+	const struct sockaddr_in *sin = (const struct sockaddr_in *)ss;
+	const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)ss;
+	char a[INET6_ADDRSTRLEN];
+
+	if (ss->ss_family == AF_INET && inet_ntop(AF_INET, &sin->sin_addr, a, sizeof a) != NULL)
+		snprintf(out, len, "%s:%u", a, ntohs(sin->sin_port));
+	else if (ss->ss_family == AF_INET6 &&
+	         inet_ntop(AF_INET6, &sin6->sin6_addr, a, sizeof a) != NULL)
+		snprintf(out, len, "[%s]:%u", a, ntohs(sin6->sin6_port));
+	else
+		snprintf(out, len, "-");
+}
+
+/* The local address of a socket, as text. */
+void
+listen_local_text(int fd, char *out, size_t len)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof ss;
+
+	memset(&ss, 0, sizeof ss);
+	if (fd == -1 || getsockname(fd, (struct sockaddr *)&ss, &sl) == -1)
+		ss.ss_family = AF_UNSPEC;
+	listen_sockaddr_text(&ss, out, len);
+}
+
+static int
+listen_socket(const struct sockaddr_storage *ss, socklen_t len, int type)
+{
+	int fd, one = 1;
+
+	fd = socket(ss->ss_family, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd == -1)
+		return -1;
+	if (type == SOCK_STREAM)
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+	if (bind(fd, (const struct sockaddr *)ss, len) == -1 ||
+	    (type == SOCK_STREAM && listen(fd, 128) == -1)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/*
+ * Bind UDP and TCP on spec (ADDR:PORT). With port 0 the UDP socket picks
+ * the port and TCP takes the same one.
+ */
+int
+listen_bind(const char *spec, int *udp, int *tcp, char *err, size_t errlen)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	const char *e;
+	int i;
+
+	if ((e = listen_parse_addr(spec, RESOLVER_DEFAULT_PORT, &ss, &len)) != NULL) {
+		snprintf(err, errlen, "%s", e);
+		return -1;
+	}
+	for (i = 0; i < 20; i++) {
+		if ((*udp = listen_socket(&ss, len, SOCK_DGRAM)) == -1)
+			break;
+		if (((struct sockaddr_in *)&ss)->sin_port == 0) {
+			struct sockaddr_storage got;
+			socklen_t glen = sizeof got;
+
+			getsockname(*udp, (struct sockaddr *)&got, &glen);
+			((struct sockaddr_in *)&ss)->sin_port = ((struct sockaddr_in *)&got)->sin_port;
+			if ((*tcp = listen_socket(&ss, len, SOCK_STREAM)) != -1)
+				return 0;
+			close(*udp);
+			((struct sockaddr_in *)&ss)->sin_port = 0;
+			continue;
+		}
+		if ((*tcp = listen_socket(&ss, len, SOCK_STREAM)) != -1)
+			return 0;
+		close(*udp);
+		break;
+	}
+	snprintf(err, errlen, "%s", strerror(errno));
+	return -1;
+}
+
+/*
+ * A socket the launcher passed under name: type SOCK_DGRAM or SOCK_STREAM
+ * (which must be listening). -1 when there is none.
+ */
+int
+listen_inherited(const char *name, int type)
+{
+	const char *pid, *nfds, *names, *p;
+	int n, i, fd, v;
+	socklen_t len;
+	size_t nlen = strlen(name);
+
+	if ((pid = getenv("LISTEN_PID")) == NULL || atol(pid) != (long)getpid())
+		return -1;
+	if ((nfds = getenv("LISTEN_FDS")) == NULL || (n = atoi(nfds)) <= 0 || n > 16)
+		return -1;
+	if ((names = getenv("LISTEN_FDNAMES")) == NULL)
+		return -1;
+	for (i = 0, p = names; i < n && p != NULL; i++) {
+		fd = 3 + i;
+		if (strncmp(p, name, nlen) != 0 || (p[nlen] != ':' && p[nlen] != '\0')) {
+			p = strchr(p, ':');
+			p = p ? p + 1 : NULL;
+			continue;
+		}
+		len = sizeof v;
+		if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &v, &len) == -1 || v != type) {
+			log_warnx("inherited fd %d (%s) is not a %s socket", fd, name,
+			          type == SOCK_DGRAM ? "UDP" : "TCP");
+			return -1;
+		}
+		len = sizeof v;
+		if (type == SOCK_STREAM &&
+		    (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &v, &len) == -1 || !v)) {
+			log_warnx("inherited fd %d (%s) is not listening", fd, name);
+			return -1;
+		}
+		fcntl(fd, F_SETFD, FD_CLOEXEC);
+		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+		return fd;
+	}
+	return -1;
+}
+
+int
+listen_is_loopback(int fd)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof ss;
+	const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)&ss;
+
+	if (getsockname(fd, (struct sockaddr *)&ss, &len) == -1)
+		return 0;
+	if (ss.ss_family == AF_INET)
+		return (ntohl(((struct sockaddr_in *)&ss)->sin_addr.s_addr) >> 24) == 127;
+	if (ss.ss_family == AF_INET6)
+		return IN6_IS_ADDR_LOOPBACK(&sin6->sin6_addr);
+	return 0;
+}
+
+static void
+listen_udp_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct listen *l = arg;
+	struct resolver_client c;
+	ssize_t n;
+	int i;
+
+	for (i = 0; i < LISTEN_UDP_BURST; i++) {
+		memset(&c, 0, sizeof c);
+		c.peer_len = sizeof c.peer;
+		n = recvfrom(fd, l->buf, sizeof l->buf, MSG_TRUNC, (struct sockaddr *)&c.peer,
+		             &c.peer_len);
+		if (n == -1)
+			return;
+		if ((size_t)n > MSG_MAX) /* cut: a query is never this large */
+			continue;
+		resolver_query(l->r, l->buf, (size_t)n, &c);
+	}
+}
+
+static void
+listen_tcp_free(struct listen_tcp *t)
+{
+	struct listen *l = t->l;
+	struct resolver_waiter *w;
+
+	while ((w = TAILQ_FIRST(&t->waiters)) != NULL) {
+		TAILQ_REMOVE(&t->waiters, w, cl_entry);
+		w->client.conn = NULL;
+		forward_detach(w);
+		resolver_waiter_free(w);
+	}
+	TAILQ_REMOVE(&l->conns, t, entry);
+	l->nconns--;
+	bufferevent_free(t->bev);
+	free(t);
+}
+
+/* Close once the client has hung up and has every answer it asked for. */
+static int
+listen_tcp_maybe_close(struct listen_tcp *t)
+{
+	if (!t->eof || t->inflight > 0 ||
+	    evbuffer_get_length(bufferevent_get_output(t->bev)) > 0)
+		return 0;
+	listen_tcp_free(t);
+	return 1;
+}
+
+static void
+listen_tcp_read_cb(struct bufferevent *bev, void *arg)
+{
+	struct listen_tcp *t = arg;
+	struct listen *l = t->l;
+	struct evbuffer *in = bufferevent_get_input(bev);
+	struct resolver_client c;
+	uint8_t lenb[2];
+	size_t len;
+
+	while (t->inflight < LISTEN_TCP_INFLIGHT &&
+	       evbuffer_get_length(bufferevent_get_output(bev)) < LISTEN_TCP_HIGH) {
+		if (evbuffer_copyout(in, lenb, 2) != 2)
+			return;
+		len = (size_t)lenb[0] << 8 | lenb[1];
+		if (len == 0) {
+			listen_tcp_free(t);
+			return;
+		}
+		if (evbuffer_get_length(in) < 2 + len)
+			return;
+		evbuffer_drain(in, 2);
+		evbuffer_remove(in, l->buf, len);
+		memset(&c, 0, sizeof c);
+		c.tcp = 1;
+		c.peer = t->peer;
+		c.peer_len = t->peer_len;
+		c.conn = t;
+		resolver_query(l->r, l->buf, len, &c);
+	}
+	bufferevent_disable(bev, EV_READ);
+}
+
+static void
+listen_tcp_write_cb(struct bufferevent *bev, void *arg)
+{
+	struct listen_tcp *t = arg;
+
+	if (listen_tcp_maybe_close(t))
+		return;
+	if (!t->eof && !(bufferevent_get_enabled(bev) & EV_READ)) {
+		bufferevent_enable(bev, EV_READ);
+		listen_tcp_read_cb(bev, t);
+	}
+}
+
+static void
+listen_tcp_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	struct listen_tcp *t = arg;
+
+	if ((what & BEV_EVENT_TIMEOUT) && (what & BEV_EVENT_READING) && t->inflight > 0) {
+		/* Idle only counts while nothing is in flight. */
+		bufferevent_enable(bev, EV_READ);
+		return;
+	}
+	if ((what & BEV_EVENT_EOF) && !(what & BEV_EVENT_ERROR)) {
+		t->eof = 1;
+		bufferevent_disable(bev, EV_READ);
+		listen_tcp_maybe_close(t);
+		return;
+	}
+	listen_tcp_free(t);
+}
+
+static void
+listen_accept_cb(struct evconnlistener *lev, evutil_socket_t fd, struct sockaddr *sa, int salen,
+                 void *arg)
+{
+	struct listen *l = arg;
+	const struct resolver_conf *conf = &l->r->conf;
+	struct timeval idle = {conf->tcp_idle_secs, 0}, wr = {LISTEN_TCP_WRITE_S, 0};
+	struct listen_tcp *t;
+
+	if (l->nconns >= conf->max_tcp_conns) {
+		evutil_closesocket(fd);
+		return;
+	}
+	t = xcalloc(1, sizeof *t);
+	t->l = l;
+	TAILQ_INIT(&t->waiters);
+	if (salen > 0 && (size_t)salen <= sizeof t->peer) {
+		memcpy(&t->peer, sa, (size_t)salen);
+		t->peer_len = (socklen_t)salen;
+	}
+	t->bev = bufferevent_socket_new(l->r->base, fd, BEV_OPT_CLOSE_ON_FREE);
+	if (t->bev == NULL) {
+		evutil_closesocket(fd);
+		free(t);
+		return;
+	}
+	TAILQ_INSERT_TAIL(&l->conns, t, entry);
+	l->nconns++;
+	bufferevent_setcb(t->bev, listen_tcp_read_cb, listen_tcp_write_cb, listen_tcp_event_cb, t);
+	bufferevent_set_timeouts(t->bev, &idle, &wr);
+	bufferevent_enable(t->bev, EV_READ);
+}
+
+static void
+listen_accept_error_cb(struct evconnlistener *lev, void *arg)
+{
+	log_warn("dns: accept");
+}
+
+/* Serve clients on udp and tcp (either may be -1); the sockets are ours now. */
+int
+listen_start(struct resolver *r, int udp, int tcp)
+{
+	struct listen *l;
+
+	if (r->lst != NULL)
+		return -1;
+	l = xcalloc(1, sizeof *l);
+	l->r = r;
+	l->udp_fd = udp;
+	TAILQ_INIT(&l->conns);
+	r->lst = l;
+	if (udp != -1) {
+		evutil_make_socket_nonblocking(udp);
+		l->udp_ev = event_new(r->base, udp, EV_READ | EV_PERSIST, listen_udp_cb, l);
+		if (l->udp_ev == NULL || event_add(l->udp_ev, NULL) == -1)
+			goto err;
+	}
+	if (tcp != -1) {
+		l->lev = evconnlistener_new(r->base, listen_accept_cb, l,
+		                            LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, -1, tcp);
+		if (l->lev == NULL)
+			goto err;
+		evconnlistener_set_error_cb(l->lev, listen_accept_error_cb);
+	}
+	return 0;
+err:
+	if (l->lev == NULL && tcp != -1)
+		close(tcp);
+	listen_stop(r);
+	return -1;
+}
+
+/* Close the listeners and every client connection. */
+void
+listen_stop(struct resolver *r)
+{
+	struct listen *l = r->lst;
+	struct listen_tcp *t;
+
+	if (l == NULL)
+		return;
+	while ((t = TAILQ_FIRST(&l->conns)) != NULL)
+		listen_tcp_free(t);
+	if (l->lev != NULL)
+		evconnlistener_free(l->lev);
+	if (l->udp_ev != NULL)
+		event_free(l->udp_ev);
+	if (l->udp_fd != -1)
+		close(l->udp_fd);
+	free(l);
+	r->lst = NULL;
+}
+
+/* Send a reply to the client c stands for, if it is still there. */
+void
+listen_reply(struct resolver *r, const struct resolver_client *c, const uint8_t *msg, size_t len)
+{
+	uint8_t lenb[2] = {(uint8_t)(len >> 8), (uint8_t)len};
+
+	if (r->lst == NULL)
+		return;
+	if (!c->tcp) {
+		(void)sendto(r->lst->udp_fd, msg, len, 0, (const struct sockaddr *)&c->peer,
+		             c->peer_len);
+		return;
+	}
+	if (c->conn == NULL)
+		return;
+	bufferevent_write(c->conn->bev, lenb, 2);
+	bufferevent_write(c->conn->bev, msg, len);
+}
+
+/* A TCP client's query now waits upstream: count it on its connection. */
+void
+listen_hold(struct resolver_waiter *w)
+{
+	struct listen_tcp *t = w->client.conn;
+
+	if (!w->client.tcp || t == NULL)
+		return;
+	TAILQ_INSERT_TAIL(&t->waiters, w, cl_entry);
+	t->inflight++;
+}
+
+/* ... and is answered (or dropped): the connection may read on, or close. */
+void
+listen_release(struct resolver_waiter *w)
+{
+	struct listen_tcp *t = w->client.conn;
+
+	if (!w->client.tcp || t == NULL)
+		return;
+	TAILQ_REMOVE(&t->waiters, w, cl_entry);
+	w->client.conn = NULL;
+	t->inflight--;
+	if (listen_tcp_maybe_close(t))
+		return;
+	if (!t->eof && !(bufferevent_get_enabled(t->bev) & EV_READ) &&
+	    evbuffer_get_length(bufferevent_get_output(t->bev)) < LISTEN_TCP_HIGH) {
+		/* Queries already read in wait for the next loop turn, not this call. */
+		bufferevent_enable(t->bev, EV_READ);
+		if (evbuffer_get_length(bufferevent_get_input(t->bev)) > 0)
+			bufferevent_trigger(t->bev, EV_READ, BEV_TRIG_DEFER_CALLBACKS);
+	}
+}

@@ -1,0 +1,497 @@
+/*
+ * The resolver's core: the path of a client's query (parse, decide, cache,
+ * forward, filter, answer, audit), the lookups the proxy makes in-process
+ * through the same cache and upstreams, and the resolver's life: settings,
+ * policy swaps, start and stop. Blocked names never leave: they are
+ * answered here, NXDOMAIN with an Extended DNS Error naming the rule.
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "resolver.h"
+
+struct resolver_lookup {
+	TAILQ_ENTRY(resolver_lookup) entry; /* on r->done once both halves are in */
+	struct resolver *r;
+	struct policy *policy;
+	resolver_lookup_cb cb;
+	void *arg;
+	struct resolver_waiter *w[2]; /* A and AAAA in flight */
+	int left;
+	int done;
+	int err[2];
+	struct addr addrs[2][RESOLVER_MAX_ADDRS];
+	size_t naddrs[2];
+	int blocked;
+	struct decision decision;
+};
+
+static const uint16_t resolver_lookup_types[2] = {LDNS_RR_TYPE_A, LDNS_RR_TYPE_AAAA};
+
+void
+resolver_conf_init(struct resolver_conf *c)
+{
+	memset(c, 0, sizeof *c);
+	c->attempt_ms = 1500;
+	c->deadline_ms = 4000;
+	c->tcp_idle_secs = 10;
+	c->max_tcp_conns = 256;
+	c->max_pending = 2048;
+	c->cache_entries = 100000;
+	c->cache_bytes = 64 * 1024 * 1024;
+	c->max_ttl = 86400;
+	c->max_neg_ttl = 3600;
+	c->audit_cached = 1;
+}
+
+/* Add an upstream written ADDR, ADDR:PORT or [ADDR6]:PORT. */
+const char *
+resolver_conf_add_upstream(struct resolver_conf *c, const char *spec)
+{
+	const char *err;
+
+	if (c->nupstream >= RESOLVER_MAX_UPSTREAMS)
+		return "too many upstream resolvers";
+	err = listen_parse_addr(spec, RESOLVER_DEFAULT_PORT, &c->upstream[c->nupstream],
+	                        &c->upstream_len[c->nupstream]);
+	if (err != NULL)
+		return err;
+	c->nupstream++;
+	return NULL;
+}
+
+/* Add the nameservers of a resolv.conf file. */
+const char *
+resolver_conf_resolv(struct resolver_conf *c, const char *path)
+{
+	char line[512], addr[128];
+	FILE *f;
+
+	if ((f = fopen(path, "r")) == NULL)
+		return "cannot read the file";
+	while (fgets(line, sizeof line, f) != NULL) {
+		if (sscanf(line, " nameserver %127s", addr) != 1)
+			continue;
+		if (strchr(addr, '%') != NULL) /* a link-local scope: not for us */
+			continue;
+		if (resolver_conf_add_upstream(c, addr) != NULL && c->nupstream >= RESOLVER_MAX_UPSTREAMS)
+			break;
+	}
+	fclose(f);
+	return c->nupstream == 0 ? "no nameserver line" : NULL;
+}
+
+struct resolver *
+resolver_new(struct event_base *base, const struct resolver_conf *conf, struct policy *p,
+             struct audit *audit)
+{
+	struct resolver *r;
+
+	r = xcalloc(1, sizeof *r);
+	r->base = base;
+	r->conf = *conf;
+	r->policy = policy_ref(p);
+	r->gen = 1;
+	r->audit = audit;
+	r->cache = cache_new(conf->cache_entries, conf->cache_bytes);
+	r->fwd = forward_new(r, base, conf);
+	TAILQ_INIT(&r->done);
+	return r;
+}
+
+void
+resolver_free(struct resolver *r)
+{
+	struct resolver_lookup *lk;
+
+	if (r == NULL)
+		return;
+	listen_stop(r);
+	forward_free(r->fwd);
+	while ((lk = TAILQ_FIRST(&r->done)) != NULL)
+		resolver_lookup_cancel(lk);
+	cache_free(r->cache);
+	policy_unref(r->policy);
+	free(r);
+}
+
+/* Swap in a new policy (SIGHUP): answers are filtered again on next use. */
+void
+resolver_set_policy(struct resolver *r, struct policy *p)
+{
+	policy_ref(p);
+	policy_unref(r->policy);
+	r->policy = p;
+	r->gen++;
+}
+
+/* Serve clients on these sockets (either may be -1); the resolver owns them. */
+int
+resolver_listen(struct resolver *r, int udp, int tcp)
+{
+	return listen_start(r, udp, tcp);
+}
+
+/* Stop serving clients (shutdown); lookups keep working. */
+void
+resolver_stop(struct resolver *r)
+{
+	listen_stop(r);
+}
+
+const char *
+resolver_strerror(int err)
+{
+	switch (err) {
+	case RESOLVER_OK:
+		return "ok";
+	case RESOLVER_E_NONAME:
+		return "no such name";
+	case RESOLVER_E_FAIL:
+		return "no upstream resolver answered";
+	case RESOLVER_E_BLOCKED:
+		break;
+	}
+	return "blocked by the CNAME chain";
+}
+
+static void
+resolver_audit(struct resolver *r, const struct msg_query *q, const struct resolver_client *c,
+               const struct decision *d, unsigned rcode, int cached, const char *error)
+{
+	struct audit_event ev;
+	char client[64], tbuf[16];
+
+	if (r->audit == NULL || (cached && !r->conf.audit_cached))
+		return;
+	audit_event_init(&ev);
+	ev.event = "dns";
+	listen_sockaddr_text(&c->peer, client, sizeof client);
+	ev.client = client;
+	ev.scheme = c->tcp ? "tcp" : "udp";
+	ev.mode = config_mode_name(policy_mode(r->policy));
+	if (q->has_question) {
+		ev.qname = q->name_ok ? q->name : "(unreadable)";
+		ev.qtype = msg_type_name(q->qtype, tbuf, sizeof tbuf);
+	}
+	if (d != NULL) {
+		ev.action = policy_action_name(d->action);
+		ev.rule = d->rule;
+		ev.source = d->source;
+		ev.reason = d->reason;
+	}
+	ev.rcode = msg_rcode_name(rcode);
+	ev.cached = cached;
+	ev.error = error;
+	audit_write(r->audit, &ev);
+}
+
+/* Answer q ourselves: rcode, an Extended DNS Error when ede >= 0. */
+static void
+resolver_reply_simple(struct resolver *r, const struct msg_query *q,
+                      const struct resolver_client *c, unsigned rcode, int ede,
+                      const char *text)
+{
+	size_t len;
+
+	if ((len = msg_reply_simple(q, rcode, ede, text, r->scratch, sizeof r->scratch)) > 0)
+		listen_reply(r, c, r->scratch, len);
+}
+
+static void
+resolver_reply_blocked(struct resolver *r, const struct msg_query *q,
+                       const struct resolver_client *c, const struct decision *d)
+{
+	char text[160];
+	unsigned rcode;
+
+	/* Off mode refuses outright: no answer at all is cacheable there. */
+	rcode = policy_mode(r->policy) == MODE_OFF ? MSG_REFUSED : MSG_NXDOMAIN;
+	snprintf(text, sizeof text, "blocked by rule %s (%s, %s)", d->rule,
+	         d->list != NULL ? d->list : "policy", d->source);
+	resolver_reply_simple(r, q, c, rcode, MSG_EDE_BLOCKED, text);
+	resolver_audit(r, q, c, d, rcode, 0, NULL);
+}
+
+static size_t
+resolver_udp_limit(const struct msg_query *q, const struct resolver_client *c)
+{
+	if (c->tcp)
+		return MSG_MAX;
+	if (!q->edns || q->udp_size < MSG_UDP_PLAIN)
+		return MSG_UDP_PLAIN;
+	return q->udp_size > 4096 ? 4096 : q->udp_size;
+}
+
+/* Answer q from entry e (cached, or just arrived) under the current policy. */
+static void
+resolver_serve(struct resolver *r, const struct msg_query *q, const struct resolver_client *c,
+               struct cache_entry *e, const struct decision *qd, int cached)
+{
+	const struct answer_served *s;
+	uint64_t now = time_mono_ms();
+	size_t len;
+
+	if ((s = cache_served(r->cache, e, r->gen, r->policy, qd)) == NULL) {
+		resolver_reply_simple(r, q, c, MSG_SERVFAIL, -1, NULL);
+		resolver_audit(r, q, c, qd, MSG_SERVFAIL, cached, "unusable upstream answer");
+		return;
+	}
+	len = msg_reply_served(q, s, (uint32_t)((now - e->t_insert) / 1000),
+	                       resolver_udp_limit(q, c), r->scratch, sizeof r->scratch);
+	if (len > 0)
+		listen_reply(r, c, r->scratch, len);
+	resolver_audit(r, q, c, s->verdict != NULL ? s->verdict : qd, s->rcode, cached, NULL);
+}
+
+/*
+ * A client's query, from the wire to its answer: malformed ones get FORMERR
+ * (or nothing, when not even a header came), blocked names an NXDOMAIN
+ * with the rule, cached answers go back at once, the rest wait upstream.
+ */
+void
+resolver_query(struct resolver *r, const uint8_t *p, size_t len, struct resolver_client *c)
+{
+	struct resolver_waiter *w;
+	struct cache_entry *e;
+	struct msg_query q;
+	struct decision d;
+	const char *err;
+	int rcode;
+
+	if ((err = msg_parse_query(p, len, &q, &rcode)) != NULL) {
+		log_debug("dns query dropped or refused: %s", err);
+		if (rcode < 0)
+			return;
+		resolver_reply_simple(r, &q, c, (unsigned)rcode, -1, NULL);
+		resolver_audit(r, &q, c, NULL, (unsigned)rcode, 0, err);
+		return;
+	}
+	if (answer_decide(r->policy, q.name, &d)) {
+		resolver_reply_blocked(r, &q, c, &d);
+		return;
+	}
+	if ((e = cache_get(r->cache, q.key, q.key_len, time_mono_ms())) != NULL) {
+		resolver_serve(r, &q, c, e, &d, 1);
+		return;
+	}
+	w = xcalloc(1, sizeof *w);
+	w->kind = RESOLVER_W_CLIENT;
+	w->q = q;
+	w->client = *c;
+	w->t_start = time_mono_ms();
+	if (forward_join(r->fwd, q.key, q.key_len, w) == -1) {
+		free(w);
+		resolver_reply_simple(r, &q, c, MSG_SERVFAIL, MSG_EDE_NETWORK,
+		                      "too many questions in flight");
+		resolver_audit(r, &q, c, &d, MSG_SERVFAIL, 0, "too many questions in flight");
+		return;
+	}
+	listen_hold(w);
+}
+
+void
+resolver_waiter_free(struct resolver_waiter *w)
+{
+	if (w == NULL)
+		return;
+	listen_release(w);
+	free(w);
+}
+
+/* Half of a lookup is in: note it, and queue the callback once both are. */
+static void
+resolver_lookup_half(struct resolver_lookup *lk, int half, struct cache_entry *e)
+{
+	struct decision d;
+	int rc;
+
+	lk->w[half] = NULL;
+	if (e == NULL)
+		rc = RESOLVER_E_FAIL;
+	else
+		rc = answer_addrs(e->raw, e->raw_len, lk->policy, lk->addrs[half], RESOLVER_MAX_ADDRS,
+		               &lk->naddrs[half], &d);
+	lk->err[half] = rc;
+	if (rc == RESOLVER_E_BLOCKED && !lk->blocked) {
+		lk->blocked = 1;
+		lk->decision = d;
+	}
+	if (--lk->left == 0 && !lk->done) {
+		lk->done = 1;
+		TAILQ_INSERT_TAIL(&lk->r->done, lk, entry);
+	}
+}
+
+/* Run the callbacks of finished lookups; each lookup is freed after its own. */
+static void
+resolver_lookups_run(struct resolver *r)
+{
+	struct resolver_answer a;
+	struct resolver_lookup *lk;
+	struct addr all[2 * RESOLVER_MAX_ADDRS];
+	size_t n, i;
+
+	while ((lk = TAILQ_FIRST(&r->done)) != NULL) {
+		TAILQ_REMOVE(&r->done, lk, entry);
+		memset(&a, 0, sizeof a);
+		n = 0;
+		for (i = 0; i < lk->naddrs[0] && n < RESOLVER_MAX_ADDRS; i++)
+			all[n++] = lk->addrs[0][i];
+		for (i = 0; i < lk->naddrs[1] && n < RESOLVER_MAX_ADDRS; i++)
+			all[n++] = lk->addrs[1][i];
+		a.addrs = all;
+		a.naddrs = n;
+		if (lk->blocked) {
+			a.err = RESOLVER_E_BLOCKED;
+			a.blocked = &lk->decision;
+			a.naddrs = 0;
+		} else if (n > 0)
+			a.err = RESOLVER_OK;
+		else if (lk->err[0] == RESOLVER_E_FAIL || lk->err[1] == RESOLVER_E_FAIL)
+			a.err = RESOLVER_E_FAIL;
+		else
+			a.err = RESOLVER_E_NONAME;
+		policy_unref(lk->policy);
+		lk->cb(lk->arg, &a);
+		free(lk);
+	}
+}
+
+/* One waiter's share of an upstream outcome (e NULL: it failed). */
+static void
+resolver_waiter_answer(struct resolver *r, struct resolver_waiter *w, struct cache_entry *e,
+                       const char *err)
+{
+	struct decision d;
+
+	if (w->kind == RESOLVER_W_LOOKUP) {
+		resolver_lookup_half(w->lk, w->lk->w[0] == w ? 0 : 1, e);
+		return;
+	}
+	/* The policy may have changed while the question was out. */
+	if (answer_decide(r->policy, w->q.name, &d)) {
+		resolver_reply_blocked(r, &w->q, &w->client, &d);
+		return;
+	}
+	if (e == NULL) {
+		resolver_reply_simple(r, &w->q, &w->client, MSG_SERVFAIL, MSG_EDE_NO_REACH, err);
+		resolver_audit(r, &w->q, &w->client, &d, MSG_SERVFAIL, 0, err);
+		return;
+	}
+	resolver_serve(r, &w->q, &w->client, e, &d, 0);
+}
+
+/*
+ * The upstream outcome for key: pkt the checked answer, or NULL with err.
+ * Keep the answer for its TTL, then answer every waiter from it.
+ */
+void
+resolver_answered(struct resolver *r, const uint8_t *key, size_t key_len, ldns_pkt *pkt,
+                  const char *err, struct resolver_waiters *ws)
+{
+	struct resolver_waiter *w;
+	struct cache_entry *e = NULL, *tmp = NULL;
+	uint64_t now = time_mono_ms();
+	uint8_t *raw;
+	size_t raw_len;
+	uint32_t ttl;
+
+	if (pkt != NULL) {
+		if (answer_prepare(pkt, &r->conf, &raw, &raw_len, &ttl) == -1)
+			err = "unusable upstream answer";
+		else if (ttl > 0)
+			e = cache_put(r->cache, key, key_len, raw, raw_len, ttl, now);
+		else
+			e = tmp = cache_entry_new(key, key_len, raw, raw_len, now);
+	}
+	/* The cache is not touched below, so e stays valid throughout. */
+	while ((w = TAILQ_FIRST(ws)) != NULL) {
+		forward_detach(w);
+		resolver_waiter_answer(r, w, e, err);
+		if (w->kind == RESOLVER_W_CLIENT)
+			resolver_waiter_free(w);
+		else
+			free(w);
+	}
+	cache_entry_free(tmp);
+	resolver_lookups_run(r);
+}
+
+/*
+ * Resolve name (A and AAAA) for the proxy, through the cache and the
+ * upstreams, checking the CNAME chain against policy p. The addresses
+ * are not filtered: the proxy applies the address guard itself, with the
+ * decision of the request. cb runs once, later or before this returns;
+ * returns the lookup to cancel, or NULL when cb already ran.
+ */
+struct resolver_lookup *
+resolver_lookup(struct resolver *r, struct policy *p, const char *name, resolver_lookup_cb cb,
+                void *arg)
+{
+	struct resolver_lookup *lk;
+	struct resolver_waiter *w;
+	struct cache_entry *e;
+	uint8_t key[MSG_KEY_MAX];
+	size_t key_len;
+	int i;
+
+	lk = xcalloc(1, sizeof *lk);
+	lk->r = r;
+	lk->policy = policy_ref(p);
+	lk->cb = cb;
+	lk->arg = arg;
+	lk->left = 2;
+	for (i = 0; i < 2; i++) {
+		if (msg_name_key(name, resolver_lookup_types[i], key, &key_len) != NULL) {
+			lk->left--;
+			lk->err[i] = RESOLVER_E_NONAME;
+			continue;
+		}
+		if ((e = cache_get(r->cache, key, key_len, time_mono_ms())) != NULL) {
+			resolver_lookup_half(lk, i, e);
+			continue;
+		}
+		w = xcalloc(1, sizeof *w);
+		w->kind = RESOLVER_W_LOOKUP;
+		w->lk = lk;
+		w->t_start = time_mono_ms();
+		lk->w[i] = w;
+		if (forward_join(r->fwd, key, key_len, w) == -1) {
+			free(w);
+			resolver_lookup_half(lk, i, NULL);
+		}
+	}
+	if (lk->left == 0 && !lk->done) {
+		lk->done = 1;
+		TAILQ_INSERT_TAIL(&r->done, lk, entry);
+	}
+	if (lk->done) {
+		resolver_lookups_run(r);
+		return NULL;
+	}
+	return lk;
+}
+
+/* The caller lost interest: no callback will run. */
+void
+resolver_lookup_cancel(struct resolver_lookup *lk)
+{
+	int i;
+
+	if (lk == NULL)
+		return;
+	for (i = 0; i < 2; i++) {
+		if (lk->w[i] != NULL) {
+			forward_detach(lk->w[i]);
+			free(lk->w[i]);
+		}
+	}
+	if (lk->done)
+		TAILQ_REMOVE(&lk->r->done, lk, entry);
+	policy_unref(lk->policy);
+	free(lk);
+}

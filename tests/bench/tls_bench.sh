@@ -1,0 +1,568 @@
+#!/usr/bin/env bash
+# HTTPS interception benchmark: drives the same HTTPS load through egressd,
+# squid with ssl_bump (squid-openssl, security_file_certgen) and mitmproxy
+# (mitmdump, regular mode), and straight at the origin, all in one run, and
+# prints one markdown table of req/s, MiB/s, latency percentiles, errors and
+# same-run ratios, then the memory per idle intercepted connection of each
+# proxy and the verdict on the targets of the interception issue.
+#
+# The origin is nginx on port 443 of its own loopback address, with an
+# RSA-2048 certificate for origin.test from a test CA made here with openssl;
+# it serves 100 bytes (/bench) and a 1 MiB file (/1m). Every proxy verifies
+# the origin against that test CA and is trusted by the load client through
+# its own CA (egressd's run CA from --ca-out; for squid and mitmproxy an
+# RSA-2048 interception CA made here). origin.test resolves through a DNS stub
+# on loopback (egressd), a hosts file (squid) or a private /etc/hosts in a
+# mount namespace (mitmproxy). All traffic is on loopback; every wait and
+# every load run is bounded; a trap stops everything. Needs root (port 443).
+#
+# usage: tests/bench/tls_bench.sh [--duration S] [--rounds N] [--idle-conns N]
+#            [--peers "direct egressd squid-bump mitmproxy"] [--out FILE] [--no-install]
+
+set -u
+
+DURATION=8 # seconds of load per peer and scenario, split into ROUNDS runs
+ROUNDS=3
+IDLE_CONNS=500
+PEERS="direct egressd squid-bump mitmproxy"
+OUT=""
+INSTALL=1
+SCENARIOS="ka64 close16 big4"
+
+usage() {
+	sed -n '20,21s/^# //p' "$0" >&2
+	exit 2
+}
+
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--duration) DURATION=${2:?}; shift 2 ;;
+	--rounds) ROUNDS=${2:?}; shift 2 ;;
+	--peers) PEERS=${2:?}; shift 2 ;;
+	--idle-conns) IDLE_CONNS=${2:?}; shift 2 ;;
+	--out) OUT=${2:?}; shift 2 ;;
+	--no-install) INSTALL=0; shift ;;
+	*) usage ;;
+	esac
+done
+case "$DURATION" in '' | *[!0-9]*) usage ;; esac
+case "$IDLE_CONNS" in '' | *[!0-9]*) usage ;; esac
+case "$ROUNDS" in '' | *[!0-9]*) usage ;; esac
+if [ "$DURATION" -lt 1 ] || [ "$DURATION" -gt 120 ]; then
+	echo "--duration: 1..120" >&2
+	exit 2
+fi
+if [ "$ROUNDS" -lt 1 ] || [ "$ROUNDS" -gt 10 ]; then
+	echo "--rounds: 1..10" >&2
+	exit 2
+fi
+if [ "$IDLE_CONNS" -lt 1 ] || [ "$IDLE_CONNS" -gt 2000 ]; then
+	echo "--idle-conns: 1..2000" >&2
+	exit 2
+fi
+if [ "$(id -u)" -ne 0 ]; then
+	echo "tls_bench.sh needs root: the origin listens on port 443 of a loopback address" >&2
+	exit 2
+fi
+
+SRC_DIR=${SRC_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+BUILD_DIR=${BUILD_DIR:-$SRC_DIR/build}
+PEER_DIR="$SRC_DIR/tests/bench/peers"
+
+T=$(mktemp -d "${TMPDIR:-/tmp}/egress-tlsbench.XXXXXX") || exit 1
+# Peers that drop privileges (squid and its helpers, nginx workers) must reach their files.
+chmod 755 "$T"
+declare -A PID PORT STATUS CA RPS MIBS P50 P99 ERR KIB
+BG_PIDS=""
+
+# mine PID: true while PID is still a child of this shell (never signal a reused PID).
+mine() { [ "$(ps -o ppid= -p "$1" 2>/dev/null | tr -d ' ')" = "$$" ]; }
+
+cleanup() {
+	local p _
+	for p in $BG_PIDS; do
+		mine "$p" && kill -TERM "$p" 2>/dev/null
+	done
+	for p in $BG_PIDS; do
+		for _ in $(seq 1 30); do
+			mine "$p" || break
+			sleep 0.1
+		done
+		mine "$p" && kill -KILL "$p" 2>/dev/null
+		wait "$p" 2>/dev/null
+	done
+	rm -rf "$T"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+log() { printf '%s\n' "$*" >&2; }
+
+# --- packages ---------------------------------------------------------------
+
+installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
+
+# squid-openssl replaces the GnuTLS squid package (they conflict): both
+# install /usr/sbin/squid, and only the OpenSSL build can bump.
+install_peers() {
+	local p missing=""
+	for p in nginx squid-openssl mitmproxy; do
+		installed "$p" || missing="$missing $p"
+	done
+	[ -z "$missing" ] && return 0
+	if [ "$INSTALL" -eq 0 ]; then
+		log "not installing:$missing (--no-install): those peers are skipped"
+		return 0
+	fi
+	log "installing:$missing"
+	# shellcheck disable=SC2086
+	DEBIAN_FRONTEND=noninteractive apt-get update -q >"$T/apt.log" 2>&1 &&
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+			$missing >>"$T/apt.log" 2>&1 ||
+		log "apt-get failed (see below): the missing peers are skipped"$'\n'"$(tail -5 "$T/apt.log")"
+}
+
+# --- helpers ----------------------------------------------------------------
+
+port_open() { timeout 1 bash -c "exec 3<>/dev/tcp/$2/$1" 2>/dev/null; }
+
+# free_port: sets FREE to an unused loopback port below the ephemeral range.
+USED_PORTS=" "
+free_port() {
+	local _ p
+	for _ in $(seq 1 100); do
+		p=$((20000 + (RANDOM * 32768 + RANDOM) % 12000))
+		case "$USED_PORTS" in *" $p "*) continue ;; esac
+		if ! port_open "$p" 127.0.0.1; then
+			USED_PORTS="$USED_PORTS$p "
+			FREE=$p
+			return 0
+		fi
+	done
+	return 1
+}
+
+# render TEMPLATE OUT PORT: fills the placeholders of a peer config.
+render() {
+	sed -e "s|@DIR@|$T|g" -e "s|@PORT@|$3|g" -e "s|@ORIGIN_ADDR@|$ORIGIN_ADDR|g" \
+		-e "s|@NGINX_USER@|$NGINX_USER|" -e "s|@SQUID_USER@|$SQUID_USER|" \
+		"$PEER_DIR/$1" >"$2"
+}
+
+# rss_kib PID: VmRSS summed over PID and its descendants (a few levels deep).
+rss_kib() {
+	local all="$1" level="$1" next p _ total=0 v
+	for _ in 1 2 3; do
+		next=""
+		for p in $level; do
+			next="$next $(ps -o pid= --ppid "$p" 2>/dev/null)"
+		done
+		[ -z "${next// /}" ] && break
+		all="$all $next"
+		level=$next
+	done
+	for p in $all; do
+		v=$(awk '/^VmRSS:/ { print $2 }' "/proc/$p/status" 2>/dev/null)
+		total=$((total + ${v:-0}))
+	done
+	echo "$total"
+}
+
+# start NAME ADDR PORT CMD...: runs a peer in the foreground of a background
+# job and waits (at most 15 s) for ADDR:PORT to accept connections.
+start() {
+	local name=$1 addr=$2 port=$3 _
+	shift 3
+	"$@" >"$T/$name.out" 2>&1 &
+	PID[$name]=$!
+	PORT[$name]=$port
+	BG_PIDS="$BG_PIDS $!"
+	for _ in $(seq 1 150); do
+		if ! kill -0 "${PID[$name]}" 2>/dev/null; then
+			STATUS[$name]="exited at start-up: $(tail -c 300 "$T/$name.out" | tr '\n' ' ')"
+			return 1
+		fi
+		port_open "$port" "$addr" && return 0
+		sleep 0.1
+	done
+	STATUS[$name]="did not listen within 15 s"
+	return 1
+}
+
+have() { command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ]; }
+
+# mkca NAME: a self-signed RSA-2048 CA in $P/NAME.pem, $P/NAME.key.
+mkca() {
+	openssl req -x509 -newkey rsa:2048 -nodes -keyout "$P/$1.key" -out "$P/$1.pem" -days 2 \
+		-subj "/CN=egress bench $1" -addext "basicConstraints=critical,CA:TRUE" \
+		-addext "keyUsage=critical,keyCertSign,cRLSign" 2>>"$T/pki.log"
+}
+
+# make_pki: the origin's test CA and leaf, and the interception CA of squid and mitmproxy.
+make_pki() {
+	P="$T/pki"
+	mkdir -p "$P"
+	mkca testca
+	mkca bumpca
+	openssl req -newkey rsa:2048 -nodes -keyout "$P/origin.key" -out "$P/origin.csr" \
+		-subj "/CN=origin.test" 2>>"$T/pki.log"
+	printf 'subjectAltName=DNS:origin.test\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n' \
+		>"$P/origin.ext"
+	openssl x509 -req -in "$P/origin.csr" -CA "$P/testca.pem" -CAkey "$P/testca.key" \
+		-CAcreateserial -days 2 -extfile "$P/origin.ext" -out "$P/origin.pem" 2>>"$T/pki.log"
+	[ -s "$P/origin.pem" ] && [ -s "$P/bumpca.pem" ] || {
+		log "cannot make the test PKI: $(cat "$T/pki.log")"
+		exit 1
+	}
+}
+
+# pick_origin_addr: a random 127.X.Y.1 where nothing listens on 443.
+pick_origin_addr() {
+	local _
+	for _ in $(seq 1 20); do
+		ORIGIN_ADDR="127.$((RANDOM % 200 + 20)).$((RANDOM % 250 + 1)).1"
+		port_open 443 "$ORIGIN_ADDR" || return 0
+	done
+	log "no free loopback address for the origin"
+	exit 1
+}
+
+start_origin() {
+	mkdir -p "$T/nginx" "$T/www"
+	head -c 1048576 /dev/urandom >"$T/www/1m"
+	chmod 644 "$T/www/1m" "$P/origin.key"
+	render tls_nginx-origin.conf "$T/nginx/nginx.conf" 443
+	if ! start origin "$ORIGIN_ADDR" 443 nginx -e "$T/nginx/error.log" -p "$T/nginx" \
+		-c "$T/nginx/nginx.conf" -g 'daemon off;'; then
+		log "origin nginx failed: ${STATUS[origin]}"
+		exit 1
+	fi
+	printf '%s origin.test\n' "$ORIGIN_ADDR" >"$T/hosts"
+	chmod 644 "$T/hosts"
+}
+
+# start_dns: the test origin's DNS responder answers origin.test on a loopback UDP port.
+start_dns() {
+	local _
+	python3 "$SRC_DIR/tests/integration/origin.py" --log "$T/dns.jsonl" --port-file "$T/dns.http" \
+		--dns-port-file "$T/dns.port" --dns-map "origin.test=$ORIGIN_ADDR" --parent $$ \
+		--max-seconds 7200 >"$T/dns.out" 2>&1 &
+	BG_PIDS="$BG_PIDS $!"
+	for _ in $(seq 1 100); do
+		[ -s "$T/dns.port" ] && break
+		sleep 0.1
+	done
+	DNS_PORT=$(cat "$T/dns.port" 2>/dev/null)
+}
+
+# wait_ready FILE: egressd writes READY on its --ready-fd once it serves.
+wait_ready() {
+	local _
+	for _ in $(seq 1 50); do
+		grep -q READY "$1" && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# start_peer NAME: renders the peer's config and starts it; sets STATUS on failure.
+start_peer() {
+	local name=$1 port
+	free_port || { STATUS[$name]="no free port"; return 1; }
+	port=$FREE
+	mkdir -p "$T/$name"
+	case "$name" in
+	direct)
+		PID[direct]=${PID[origin]}
+		PORT[direct]=""
+		CA[direct]="$P/testca.pem"
+		;;
+	egressd)
+		if [ ! -x "$BUILD_DIR/egressd" ]; then
+			STATUS[egressd]="skipped: $BUILD_DIR/egressd is not built yet"
+			return 1
+		fi
+		[ -n "$DNS_PORT" ] || { STATUS[egressd]="skipped: the DNS stub did not start"; return 1; }
+		cp "$PEER_DIR/tls_egressd.yaml" "$T/egressd/egressd.yaml"
+		CA[egressd]="$T/egressd/ca.pem"
+		free_port || { STATUS[egressd]="no free port"; return 1; }
+		# Its own DNS listener on a free port too; 3> is the ready pipe.
+		start egressd 127.0.0.1 "$port" "$BUILD_DIR/egressd" --config "$T/egressd/egressd.yaml" \
+			--proxy "127.0.0.1:$port" --dns "127.0.0.1:$FREE" --audit "$T/egressd/audit.jsonl" \
+			--upstream-dns "127.0.0.1:$DNS_PORT" --upstream-ca "$P/testca.pem" \
+			--ca-out "${CA[egressd]}" --ready-fd 3 3>"$T/egressd/ready" || return 1
+		wait_ready "$T/egressd/ready" ||
+			{ STATUS[egressd]="listening but never wrote READY on --ready-fd"; return 1; }
+		EG_START_LINES=$(wc -l <"$T/egressd.out")
+		;;
+	squid-bump)
+		installed squid-openssl || { STATUS[$name]="skipped: squid-openssl not installed"; return 1; }
+		CA[$name]="$P/bumpca.pem"
+		render squid_bump.conf "$T/$name/squid.conf" "$port"
+		/usr/lib/squid/security_file_certgen -c -s "$T/$name/ssl_db" -M 16MB \
+			>"$T/$name/certgen.out" 2>&1 ||
+			{ STATUS[$name]="security_file_certgen -c failed: $(cat "$T/$name/certgen.out")"; return 1; }
+		chown -R proxy "$T/$name" "$P/bumpca.key"
+		start "$name" 127.0.0.1 "$port" squid -N -f "$T/$name/squid.conf"
+		;;
+	mitmproxy)
+		have mitmdump || { STATUS[$name]="skipped: mitmproxy not installed"; return 1; }
+		CA[$name]="$P/bumpca.pem"
+		cat "$P/bumpca.key" "$P/bumpca.pem" >"$T/$name/mitmproxy-ca.pem"
+		render tls_mitmproxy.yaml "$T/$name/config.yaml" "$port"
+		# A private /etc/hosts, seen by mitmdump alone (its own mount namespace).
+		start "$name" 127.0.0.1 "$port" unshare --mount --propagation private sh -c \
+			'mount --bind "$1" /etc/hosts && exec mitmdump --set confdir="$2" -q' \
+			sh "$T/hosts" "$T/$name"
+		;;
+	*)
+		STATUS[$name]="unknown peer"
+		return 1
+		;;
+	esac
+}
+
+# loadgen_run NAME PEER ARGS...: one bounded load run; prints its RESULT line.
+loadgen_run() {
+	local name=$1 peer=$2 path=/bench
+	shift 2
+	local via=(--resolve "$ORIGIN_ADDR")
+	[ -n "${PORT[$peer]}" ] && via=(--proxy "127.0.0.1:${PORT[$peer]}")
+	case "$name" in *big4*) path=/1m ;; esac
+	timeout $((DURATION + 30)) "$LOADGEN" --url "https://origin.test$path" --cacert "${CA[$peer]}" \
+		"${via[@]}" --name "$name" --timeout 10 "$@" >"$T/$name.lg" 2>&1
+	grep '^RESULT ' "$T/$name.lg" | tail -1
+}
+
+# field LINE KEY: the value of KEY=VALUE in a RESULT line.
+field() { printf '%s\n' "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"; }
+
+# check PEER: a short warm-up that must succeed before the peer is measured.
+check_peer() {
+	local line
+	line=$(loadgen_run "$1-check" "$1" --mode keepalive --connections 8 --duration 1)
+	if [ -z "$line" ] || [ "$(field "$line" requests)" = 0 ] ||
+		[ "$(field "$line" errors)" != 0 ]; then
+		STATUS[$1]="failed its check: $(head -c 400 "$T/$1-check.lg" | tr '\n' ' ')"
+		return 1
+	fi
+	STATUS[$1]=ok
+}
+
+# idle_mem PEER: KiB of the peer's RSS per idle intercepted keep-alive connection.
+idle_mem() {
+	local peer=$1 before after lg _ ready held
+	before=$(rss_kib "${PID[$peer]}")
+	local via=(--resolve "$ORIGIN_ADDR")
+	[ -n "${PORT[$peer]}" ] && via=(--proxy "127.0.0.1:${PORT[$peer]}")
+	"$LOADGEN" --url "https://origin.test/bench" --cacert "${CA[$peer]}" "${via[@]}" --mode idle \
+		--connections "$IDLE_CONNS" --duration 180 --timeout 30 --name "$peer-idle" \
+		>"$T/$peer-idle.lg" 2>&1 &
+	lg=$!
+	BG_PIDS="$BG_PIDS $lg"
+	ready=""
+	for _ in $(seq 1 900); do
+		ready=$(grep '^READY ' "$T/$peer-idle.lg")
+		[ -n "$ready" ] && break
+		kill -0 "$lg" 2>/dev/null || break
+		sleep 0.1
+	done
+	sleep 1 # let the proxy finish its bookkeeping for the last connections
+	after=$(rss_kib "${PID[$peer]}")
+	# loadgen stops by itself after 180 s; the signal only ends the hold early.
+	mine "$lg" && kill -TERM "$lg" 2>/dev/null
+	wait "$lg" 2>/dev/null
+	held=$(field "$(grep '^RESULT ' "$T/$peer-idle.lg")" held)
+	if [ -z "$ready" ] || [ -z "$held" ]; then
+		KIB[$peer]="n/a (no READY: $(tail -c 200 "$T/$peer-idle.lg" | tr '\n' ' '))"
+	elif [ "$held" -lt $((IDLE_CONNS * 9 / 10)) ]; then
+		KIB[$peer]="n/a: kept $held of $IDLE_CONNS open ($ready)"
+	else
+		KIB[$peer]=$(awk -v a="$after" -v b="$before" -v n="$held" \
+			'BEGIN { printf "%.1f", (a - b) / n }')
+		KIB[$peer]="${KIB[$peer]} ($before → $after KiB, $held held)"
+	fi
+	log "  idle $peer: ${KIB[$peer]}"
+	sleep 2 # the closed connections drain before the next peer
+}
+
+# median V...: the middle value (mean of the two middle ones for an even count).
+median() {
+	printf '%s\n' "$@" | grep . | sort -g |
+		awk '{ v[NR] = $1 } END { if (NR == 0) print ""; else if (NR % 2) print v[(NR + 1) / 2];
+			else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a != "" && b > 0) printf "%.2f", a / b; else printf "n/a" }'; }
+
+# verdict VALUE OP LIMIT: yes or no (n/a when the value is missing).
+verdict() {
+	awk -v v="$1" -v op="$2" -v l="$3" 'BEGIN { if (v == "" || v == "n/a") { print "n/a"; exit }
+		ok = op == ">=" ? v + 0 >= l + 0 : v + 0 <= l + 0; print ok ? "yes" : "no" }'
+}
+
+version_of() { dpkg-query -W -f='${Version}' "$1" 2>/dev/null || echo "?"; }
+
+# --- run --------------------------------------------------------------------
+
+START_TIME=$(date +%s)
+LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
+ulimit -n "$(ulimit -Hn)" 2>/dev/null
+install_peers
+have nginx || { log "nginx (the origin) is not installed: cannot run"; exit 1; }
+
+LOADGEN="$BUILD_DIR/loadgen"
+if [ ! -x "$LOADGEN" ] || ! "$LOADGEN" --help 2>&1 | grep -q -- --cacert; then
+	LOADGEN="$T/loadgen"
+	# shellcheck disable=SC2046
+	gcc -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Wno-unused-parameter \
+		"$SRC_DIR/tests/bench/loadgen.c" -o "$LOADGEN" \
+		$(pkg-config --cflags --libs libevent libevent_openssl libssl libcrypto) ||
+		{ log "cannot build loadgen"; exit 1; }
+fi
+
+NGINX_USER=""
+SQUID_USER=""
+if [ "$(id -u)" -eq 0 ]; then
+	NGINX_USER="user nobody nogroup;"
+	SQUID_USER="cache_effective_user proxy"
+fi
+
+make_pki
+pick_origin_addr
+start_origin
+start_dns
+log "origin: nginx on $ORIGIN_ADDR:443 (origin.test); DNS stub on 127.0.0.1:${DNS_PORT:-none}"
+ACTIVE=""
+for p in $PEERS; do
+	if start_peer "$p" && check_peer "$p"; then
+		ACTIVE="$ACTIVE $p"
+		log "$p: ready${PORT[$p]:+ on 127.0.0.1:${PORT[$p]}}"
+	else
+		log "$p: ${STATUS[$p]}"
+	fi
+done
+[ -n "$ACTIVE" ] || { log "no peer could run"; exit 1; }
+
+# Idle memory first, on freshly started (and warmed-up) peers: an upper
+# bound that includes first-time growth.
+log "idle intercepted connections: $IDLE_CONNS each"
+for p in $ACTIVE; do
+	idle_mem "$p"
+done
+
+# Scenarios outside, then rounds, peers inside: a burst of other load on
+# the machine hits every peer alike; each figure is the median of its rounds.
+ROUND_SECS=$(awk -v d="$DURATION" -v r="$ROUNDS" 'BEGIN { printf "%.2f", d / r }')
+declare -A L_RPS L_MIBS L_P50 L_P99
+for s in $SCENARIOS; do
+	case "$s" in
+	ka64) args=(--mode keepalive --connections 64) ;;
+	close16) args=(--mode close --connections 16) ;;
+	big4) args=(--mode keepalive --connections 4) ;;
+	esac
+	for r in $(seq 1 "$ROUNDS"); do
+		for p in $ACTIVE; do
+			line=$(loadgen_run "$p-$s-$r" "$p" "${args[@]}" --duration "$ROUND_SECS")
+			log "  $(head -1 "$T/$p-$s-$r.lg")"
+			L_RPS[$p.$s]="${L_RPS[$p.$s]:-} $(field "$line" rps)"
+			L_MIBS[$p.$s]="${L_MIBS[$p.$s]:-} $(field "$line" mib_s)"
+			L_P50[$p.$s]="${L_P50[$p.$s]:-} $(field "$line" p50_ms)"
+			L_P99[$p.$s]="${L_P99[$p.$s]:-} $(field "$line" p99_ms)"
+			e=$(field "$line" errors)
+			ERR[$p.$s]=$((${ERR[$p.$s]:-0} + ${e:-1}))
+		done
+	done
+	for p in $ACTIVE; do
+		# shellcheck disable=SC2086
+		RPS[$p.$s]=$(median ${L_RPS[$p.$s]})
+		# shellcheck disable=SC2086
+		MIBS[$p.$s]=$(median ${L_MIBS[$p.$s]})
+		# shellcheck disable=SC2086
+		P50[$p.$s]=$(median ${L_P50[$p.$s]})
+		# shellcheck disable=SC2086
+		P99[$p.$s]=$(median ${L_P99[$p.$s]})
+	done
+done
+
+# Whatever egressd said on stderr after its start-up lines (warnings, errors).
+EG_STDERR=""
+[ -s "$T/egressd.out" ] && EG_STDERR=$(tail -n +"$((${EG_START_LINES:-0} + 1))" "$T/egressd.out" |
+	sort | uniq -c | sort -rn | head -5)
+
+# --- report -----------------------------------------------------------------
+
+report() {
+	local s p sq=squid-bump
+	echo "## HTTPS interception benchmark, $(date -u +%Y-%m-%d) ($(nproc) cores, $(uname -r))"
+	echo
+	echo "Origin nginx $(version_of nginx) on port 443, RSA-2048 certificate from a test CA," \
+		"TLS 1.2-1.3, no session resumption; 100-byte response (1 MiB in big4)." \
+		"Per peer and scenario $ROUNDS rounds of $ROUND_SECS s, interleaved across peers; each" \
+		"figure is the median of the rounds (errors: the sum). Peers: squid-openssl" \
+		"$(version_of squid-openssl) (ssl_bump, security_file_certgen), mitmproxy" \
+		"$(version_of mitmproxy) (mitmdump, regular mode); squid and mitmproxy sign with an" \
+		"RSA-2048 test CA, egressd with its ECDSA P-256 run CA."
+	echo "Scenarios: ka64 = keep-alive, 64 connections; close16 = a new TCP connection," \
+		"CONNECT and TLS handshake per request, 16 at a time; big4 = 1 MiB bodies," \
+		"keep-alive, 4 connections."
+	echo
+	echo "| scenario | peer | req/s | MiB/s | p50 ms | p99 ms | errors | ÷ squid-bump | ÷ direct | p99 ÷ squid-bump |"
+	echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+	for s in $SCENARIOS; do
+		for p in $PEERS; do
+			if [ "${STATUS[$p]:-}" != ok ]; then
+				[ "$s" = ka64 ] && echo "| $s | $p | ${STATUS[$p]:-not run} | | | | | | | |"
+				continue
+			fi
+			echo "| $s | $p | ${RPS[$p.$s]:-?} | ${MIBS[$p.$s]:-?} | ${P50[$p.$s]:-?} |" \
+				"${P99[$p.$s]:-?} | ${ERR[$p.$s]:-?} | $(ratio "${RPS[$p.$s]}" "${RPS[$sq.$s]:-}") |" \
+				"$(ratio "${RPS[$p.$s]}" "${RPS[direct.$s]:-}") |" \
+				"$(ratio "${P99[$p.$s]}" "${P99[$sq.$s]:-}") |"
+		done
+	done
+	echo
+	echo "Idle intercepted connections: RSS of the peer's processes (helpers included) before" \
+		"and after $IDLE_CONNS idle keep-alive connections, each after one request through" \
+		"CONNECT and TLS, per connection. The direct row is the origin nginx itself, for reference."
+	echo
+	echo "| peer | KiB per idle connection |"
+	echo "| --- | --- |"
+	for p in $ACTIVE; do
+		echo "| $p | ${KIB[$p]:-?} |"
+	done
+	echo
+	local ka cl cd bg kib
+	ka=$(ratio "${RPS[egressd.ka64]:-}" "${RPS[$sq.ka64]:-}")
+	cl=$(ratio "${RPS[egressd.close16]:-}" "${RPS[$sq.close16]:-}")
+	cd=$(ratio "${RPS[egressd.close16]:-}" "${RPS[direct.close16]:-}")
+	bg=$(ratio "${MIBS[egressd.big4]:-}" "${MIBS[$sq.big4]:-}")
+	kib=${KIB[egressd]:-n/a}
+	kib=${kib%% *}
+	echo "Targets (egressd, this run):"
+	echo
+	echo "| target | this run | met |"
+	echo "| --- | --- | --- |"
+	echo "| keep-alive (ka64) >= 3x squid-bump | ${ka}x | $(verdict "$ka" ">=" 3) |"
+	echo "| new connection per request (close16) >= 3x squid-bump | ${cl}x | $(verdict "$cl" ">=" 3) |"
+	echo "| new connection per request (close16) >= 0.5x direct | ${cd}x | $(verdict "$cd" ">=" 0.5) |"
+	echo "| 1 MiB bodies (big4) >= 3x squid-bump | ${bg}x | $(verdict "$bg" ">=" 3) |"
+	echo "| <= 64 KiB per idle intercepted connection | $kib KiB | $(verdict "$kib" "<=" 64) |"
+	echo
+	if [ -n "$EG_STDERR" ]; then
+		echo "egressd's stderr during the run (count, line):"
+		echo
+		printf '%s\n' "$EG_STDERR" | sed 's/^/    /'
+		echo
+	fi
+	echo "Runs on a shared machine differ from one run to the next: compare only ratios taken" \
+		"within one run, never absolute numbers across runs."
+	echo "Load average (1, 5, 15 min) at the start: $LOAD_START; at the end:" \
+		"$(cut -d' ' -f1-3 /proc/loadavg) (the benchmark itself adds 2 to 3)."
+	echo "Total time $(($(date +%s) - START_TIME)) s."
+}
+
+report >"$T/report.md"
+cat "$T/report.md"
+[ -n "$OUT" ] && cp "$T/report.md" "$OUT"
+exit 0

@@ -1,0 +1,159 @@
+#!/usr/bin/env bash
+# The resolver inside egressd, driven by dig against a stub authority
+# (dns_stub.py) on loopback: allowed names over UDP and TCP (A, AAAA);
+# blocked exact and wildcard names and CNAME chains into them answered
+# NXDOMAIN with an Extended DNS Error; private answers for public names
+# dropped unless an exact allowlist entry lifts the guard; the built-in
+# DNS-over-HTTPS list; ECH removed from
+# HTTPS records; TTL caching, expiry and negative caching; coalescing of
+# identical concurrent questions; truncation and the client's TCP retry;
+# malformed queries answered FORMERR while the daemon keeps serving; the
+# dns audit events; strict and off modes.
+
+. "$SRC_DIR/tests/integration/dns/lib.sh"
+
+start_stub
+P="$T/policy.yaml"
+write_dns_policy "$P" practical
+start_resolver --config "$P" --upstream-dns "127.0.0.1:$STUB_PORT" || exit 1
+
+# --- allowed names resolve, over UDP and over TCP ---
+dq www.example.test A
+expect_eq "$(dq_status)" NOERROR "A over UDP: status"
+expect_eq "$(dq_answers A)" 198.18.0.10 "A over UDP: address"
+dq www.example.test AAAA
+expect_eq "$(dq_answers AAAA)" 2001:2::10 "AAAA over UDP"
+dq +tcp www.example.test AAAA
+expect_eq "$(dq_answers AAAA)" 2001:2::10 "AAAA over TCP"
+expect_contains "$OUT" "(TCP)" "AAAA over TCP went over TCP"
+dq +tcp alias.example.test A
+expect_eq "$(dq_answers A)" 198.18.0.10 "CNAME to an allowed name, over TCP"
+
+# --- blocked names never leave ---
+N0=$(wc -l <"$STUB_LOG")
+dq blocked.example.test A
+expect_eq "$(dq_status)" NXDOMAIN "blocked exact name: NXDOMAIN"
+expect_contains "$(dq_ede)" "15 (Blocked)" "blocked exact name: EDE 15"
+expect_contains "$(dq_ede)" "blocked.example.test (blocklist" "blocked exact name: EDE names the rule"
+dq +tcp deep.a.ads.example.test AAAA
+expect_eq "$(dq_status)" NXDOMAIN "blocked wildcard name over TCP: NXDOMAIN"
+expect_contains "$(dq_ede)" '*.ads.example.test' "blocked wildcard: EDE names the rule"
+expect_eq "$(wc -l <"$STUB_LOG")" "$N0" "blocked names were not asked upstream"
+EV=$(audit_last '.event == "dns" and .qname == "blocked.example.test"')
+OUT=$EV
+expect_eq "$(jqf '[.action, .rule, .qtype, .rcode] | join(" ")')" \
+    "block blocked.example.test A NXDOMAIN" "audit: blocked query"
+
+# --- well-known DNS-over-HTTPS services: the built-in list ---
+dq dns.google A
+expect_eq "$(dq_status)" NXDOMAIN "DoH provider: NXDOMAIN"
+expect_contains "$(dq_ede)" "doh-provider (doh, builtin)" "DoH provider: EDE names the built-in rule"
+expect_eq "$(stub_count dns.google)" 0 "DoH provider name not asked upstream"
+
+# --- CNAME cloaking ---
+dq cloak.example.test A
+expect_eq "$(dq_status)" NXDOMAIN "CNAME into a blocked name: NXDOMAIN"
+expect_contains "$(dq_ede)" '*.ads.example.test' "CNAME cloaking: EDE names the rule"
+expect_eq "$(dq_answers A)" "" "CNAME cloaking: no address leaks"
+
+# --- rebinding: private answers for public names are dropped ---
+dq rebind.example.test A
+expect_eq "$(dq_status)" NXDOMAIN "public name on 127.0.0.1: dropped"
+expect_contains "$(dq_ede)" "private-address" "rebinding: EDE names the rule"
+dq rebind10.example.test A
+expect_eq "$(dq_answers A)" "" "public name on 10.1.2.3: dropped"
+dq mixed.example.test A
+expect_eq "$(dq_answers A)" 198.18.0.15 "mixed answer: only the public address stays"
+dq trusted.example.test A
+expect_eq "$(dq_answers A)" 10.9.9.9 "exact allowlist entry lifts the guard"
+
+# --- ECH and address hints leave HTTPS records ---
+dq ech.example.test HTTPS
+expect_contains "$OUT" 'alpn="h2"' "HTTPS record kept"
+case "$OUT" in *ech=* | *ipv4hint=*) bad "HTTPS record still has ech or ipv4hint: $OUT" ;; *) ok ;; esac
+
+# --- caching by TTL, expiry, negative caching ---
+dq short.example.test A
+dq short.example.test A
+expect_eq "$(stub_count short.example.test 1)" 1 "second query answered from the cache"
+EV=$(audit_last '.event == "dns" and .qname == "short.example.test"')
+OUT=$EV
+expect_eq "$(jqf .cached)" true "audit marks the cache hit"
+sleep 2.2
+dq short.example.test A
+expect_eq "$(stub_count short.example.test 1)" 2 "expired after its TTL (2 s)"
+dq nope.example.test A
+expect_eq "$(dq_status)" NXDOMAIN "unknown name: NXDOMAIN"
+dq nope.example.test A
+expect_eq "$(stub_count nope.example.test 1)" 1 "NXDOMAIN cached (SOA minimum 5 s)"
+
+# --- coalescing: one upstream question for 20 identical concurrent ones ---
+for i in $(seq 1 20); do
+	dig @127.0.0.1 -p "$DNS_PORT" +tries=1 +time=8 +short slow.example.test A >"$T/slow.$i" &
+done
+wait_jobs=0
+for i in $(seq 1 20); do
+	for ((k = 0; k < 200; k++)); do [ -s "$T/slow.$i" ] && break; sleep 0.05; done
+	[ "$(cat "$T/slow.$i")" = 198.18.0.16 ] && wait_jobs=$((wait_jobs + 1))
+done
+expect_eq "$wait_jobs" 20 "coalescing: every client got the answer"
+expect_eq "$(stub_count slow.example.test 1)" 1 "coalescing: one upstream question"
+
+# --- truncation: a large answer is cut over UDP, complete over TCP ---
+dq +ignore +noedns big.example.test TXT
+expect_contains "$OUT" " tc" "UDP without EDNS: TC set"
+dq big.example.test TXT
+expect_contains "$OUT" "(TCP)" "dig retried over TCP after TC"
+expect_eq "$(printf '%s\n' "$OUT" | awk '$4 == "TXT"' | wc -l)" 1 "TXT answer complete over TCP"
+
+# --- malformed queries: FORMERR or silence, and the daemon serves on ---
+python3 - "$DNS_PORT" >"$T/malformed" <<'EOF'
+import socket, sys
+port = int(sys.argv[1])
+hdr = bytes.fromhex("beef01000001000000000000")
+cases = [
+    hdr + bytes.fromhex("c00c00010001"),            # pointer loop in the question
+    hdr + bytes.fromhex("0561620001"),              # truncated label
+    bytes.fromhex("beef01000000000000000000"),      # no question
+    hdr + b"\x3f" + b"a" * 63 + b"\x3f" + b"a" * 63 + b"\x3f" + b"a" * 63 + b"\x3f" + b"a" * 63 + b"\x00\x00\x01\x00\x01",
+    bytes.fromhex("beef0100000100010000000001610000010001"),  # answer count in a query
+    b"\x00" * 5,                                   # not even a header
+]
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.settimeout(2)
+got = []
+for c in cases:
+    s.sendto(c, ("127.0.0.1", port))
+    try:
+        r, _ = s.recvfrom(4096)
+        got.append(str(r[3] & 15))
+    except socket.timeout:
+        got.append("-")
+t = socket.create_connection(("127.0.0.1", port))
+t.sendall(len(cases[0]).to_bytes(2, "big") + cases[0])
+t.settimeout(2)
+r = t.recv(4096)
+got.append(str(r[5] & 15) if len(r) >= 6 else "-")
+print(" ".join(got))
+EOF
+expect_eq "$(cat "$T/malformed")" "1 1 1 1 1 - 1" "malformed queries: FORMERR, silence without a header"
+dq www.example.test A
+expect_eq "$(dq_answers A)" 198.18.0.10 "still serving after malformed queries"
+kill -0 "$EG_PID" 2>/dev/null && ok || bad "egressd died"
+
+# --- strict mode: only allowlisted names; off mode: nothing ---
+S="$T/strict.yaml"
+write_dns_policy "$S" strict
+start_resolver --config "$S" --upstream-dns "127.0.0.1:$STUB_PORT" || exit 1
+dq www.example.test A
+expect_eq "$(dq_status)" NXDOMAIN "strict: unlisted name blocked"
+expect_contains "$(dq_ede)" "strict-default-deny" "strict: EDE names the rule"
+dq trusted.example.test A
+expect_eq "$(dq_answers A)" 10.9.9.9 "strict: allowlisted name resolves"
+O="$T/off.yaml"
+write_dns_policy "$O" "off"
+start_resolver --config "$O" --upstream-dns "127.0.0.1:$STUB_PORT" || exit 1
+dq trusted.example.test A
+expect_eq "$(dq_status)" REFUSED "off: even an allowlisted name is refused"
+
+finish

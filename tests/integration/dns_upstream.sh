@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# The resolver's upstream side and its place in egressd: a dead upstream
+# answered SERVFAIL (EDE 22) within the deadline; failover from a dead first
+# upstream to a live second one; the proxy resolving through the resolver
+# in-process (curl to a name only the stub knows), with a CNAME chain into
+# a blocked name refused by the proxy too; the built-in DoH list in the
+# proxy and in policyctl explain; SIGHUP swapping the policy the resolver
+# applies.
+
+. "$SRC_DIR/tests/integration/dns/lib.sh"
+
+start_stub --silent
+DEAD=$STUB_PORT
+start_stub
+LIVE=$STUB_PORT
+P="$T/policy.yaml"
+write_dns_policy "$P" practical
+
+# --- a dead upstream: SERVFAIL within the deadline (4 s), not a hang ---
+start_resolver --config "$P" --upstream-dns "127.0.0.1:$DEAD" || exit 1
+T0=$(now_ms)
+dq www.example.test A
+T1=$(now_ms)
+expect_eq "$(dq_status)" SERVFAIL "dead upstream: SERVFAIL"
+expect_contains "$(dq_ede)" "22 (No Reachable Authority)" "dead upstream: EDE 22"
+if [ $((T1 - T0)) -le 6000 ]; then ok; else bad "SERVFAIL took $((T1 - T0)) ms"; fi
+stop_egressd
+
+# --- failover: the first upstream is dead, the second answers ---
+start_resolver --config "$P" --upstream-dns "127.0.0.1:$DEAD" --upstream-dns "127.0.0.1:$LIVE" ||
+    exit 1
+T0=$(now_ms)
+dq www.example.test A
+T1=$(now_ms)
+expect_eq "$(dq_answers A)" 198.18.0.10 "failover to the second upstream"
+if [ $((T1 - T0)) -le 3500 ]; then ok; else bad "failover took $((T1 - T0)) ms"; fi
+# The live upstream is now preferred: the next miss is answered at once.
+T0=$(now_ms)
+dq alias.example.test A
+T1=$(now_ms)
+expect_eq "$(dq_answers A)" 198.18.0.10 "after failover"
+if [ $((T1 - T0)) -le 1000 ]; then ok; else bad "preferred upstream: took $((T1 - T0)) ms"; fi
+
+# --- the proxy resolves in-process, through the same policy ---
+start_origin
+run pcurl -o "$T/body" -w '%{http_code}' "http://origin.example.test:$ORIGIN_PORT/hello"
+expect_eq "$OUT" 200 "curl through the proxy to a name only the stub knows"
+expect_eq "$(stub_count origin.example.test 1)" 1 "the proxy asked the stub (A)"
+dq origin.example.test A
+expect_eq "$(dq_answers A)" 127.0.0.1 "the payload gets the same answer (exact allowlist)"
+expect_eq "$(stub_count origin.example.test 1)" 1 "the payload's query came from the shared cache"
+run pcurl -o "$T/body" -w '%{http_code}' "http://cloakweb.example.test:$ORIGIN_PORT/hello"
+expect_eq "$OUT" 403 "proxy: CNAME into a blocked name refused"
+EV=$(audit_last '.event == "http" and .host == "cloakweb.example.test"')
+OUT=$EV
+expect_eq "$(jqf .rule)" '*.ads.example.test' "proxy audit names the CNAME's rule"
+run pcurl -o "$T/body" -w '%{http_code}' "http://rebind.example.test:$ORIGIN_PORT/hello"
+expect_eq "$OUT" 403 "proxy: a public name on 127.0.0.1 is refused by the guard"
+
+# --- the built-in DoH list holds in the proxy too ---
+run pcurl -o /dev/null -w '%{http_connect}' "https://dns.google/dns-query"
+expect_eq "$OUT" 403 "proxy: CONNECT to a DoH provider refused"
+EV=$(audit_last '.event == "connect" and .host == "dns.google"')
+OUT=$EV
+expect_eq "$(jqf '.rule + " " + .source')" "doh-provider builtin" "proxy audit: doh-provider, builtin"
+run "$POLICYCTL" explain --config "$P" --json https://dns.google/dns-query
+expect_eq "$(jqf '.action + " " + .rule')" "block doh-provider" "policyctl explain agrees"
+
+# --- SIGHUP: the resolver applies the new policy ---
+dq www.example.test A
+expect_eq "$(dq_status)" NOERROR "before reload: allowed"
+sed -i 's/blocklist: \[/blocklist: ["www.example.test", /' "$P"
+kill -HUP "$EG_PID"
+for ((i = 0; i < 100; i++)); do
+	audit_last '.event == "policy"' | grep -q reloaded && break
+	sleep 0.05
+done
+dq www.example.test A
+expect_eq "$(dq_status)" NXDOMAIN "after reload: the cached name is blocked"
+stop_egressd
+expect_eq "$EXIT_RC" 0 "egressd exits 0 on SIGTERM"
+
+finish

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Off and practical modes, end to end in a sandbox namespace. Off: nothing
+# leaves, neither through the proxy (its policy blocks all) nor around it,
+# and the rules are in place. Practical: no rules at all; the proxy
+# variables lead through egressd (allowed host works, blocked host 403),
+# and, as the documentation says, a program ignoring them still gets out.
+. "$(dirname "$0")/lib.sh"
+
+lib_net_up || { bad "namespaces"; finish; exit 1; }
+
+cat >"$T/payload.sh" <<'EOT'
+#!/bin/sh
+r() { printf '%s=%s\n' "$1" "$2"; }
+r allowed "$(curl -s --max-time 8 http://allowed.test/ || echo fail)"
+r blocked "$(curl -s -o /dev/null -w '%{http_code}' --max-time 8 http://blocked.test/)"
+r direct "$(curl -s --noproxy '*' --max-time 4 http://198.18.0.1/ || echo fail)"
+r udp "$(python3 -c '
+import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(2)
+try:
+    s.sendto(b"x", ("198.18.0.1", 7)); print(s.recv(64).decode())
+except OSError as e: print("fail", e.__class__.__name__)')"
+r mode "$OPENCODE_SANDBOX_MODE"
+exit 0
+EOT
+chmod 755 "$T/payload.sh"
+get() { printf '%s\n' "$OUT" | sed -n "s/^$1=//p" | head -1; }
+
+# off
+lib_policy off
+: >"$T/inet.log.before"
+box_init -- /bin/sh "$T/payload.sh"
+expect_eq "$RC" 0 "off: payload exit status"
+expect_eq "$(get mode)" off "off: mode from the global configuration"
+expect_absent "$(get allowed)" "internet-origin" "off: allowed host unreachable through the proxy"
+expect_eq "$(get blocked)" 403 "off: the proxy refuses"
+expect_absent "$(get direct)" "internet-origin" "off: direct TCP does not leave"
+expect_contains "$(get udp)" fail "off: UDP does not leave"
+INET=$(cat "$T/inet.log")
+expect_absent "$INET" "http " "off: no HTTP request reached the internet"
+expect_absent "$INET" "udp " "off: no datagram reached the internet"
+TABLE=$(in_box nft list table inet opencode_sandbox 2>&1)
+expect_contains "$TABLE" 'comment "off: no network"' "off: the off table is in force"
+expect_absent "$TABLE" "skuid" "off: no uid may leave, egressd's included"
+
+# practical (the off table from before is removed by nothing: start clean)
+in_box nft delete table inet opencode_sandbox
+lib_policy practical
+box_init -- /bin/sh "$T/payload.sh"
+expect_eq "$RC" 0 "practical: payload exit status"
+expect_eq "$(get mode)" practical "practical: mode"
+expect_eq "$(get allowed)" "internet-origin" "practical: allowed host through the proxy"
+expect_eq "$(get blocked)" 403 "practical: blocked host refused by the proxy"
+expect_eq "$(get direct)" "internet-origin" "practical: a proxy-ignoring client still gets out (documented)"
+TABLE=$(in_box nft list ruleset 2>&1)
+expect_absent "$TABLE" "opencode_sandbox" "practical: no rules installed"
+
+# --mode on the command line wins over the configuration; a project file may
+# tighten the mode but not loosen it.
+lib_policy strict
+cat >"$T/project.yaml" <<'EOT'
+version: 1
+network:
+  mode: practical
+EOT
+chmod 644 "$T/project.yaml"
+in_box timeout 60 "$SANDBOX_INIT" --egressd "$EGRESSD" --user "$BOX_UID" \
+	--egress-user "$EG_UID" --run-dir "$T/run" --global-config "$T/policy.yaml" \
+	--project-config "$T/project.yaml" --trust-store none -- /bin/sh -c 'echo "$OPENCODE_SANDBOX_MODE"' \
+	>"$T/out" 2>"$T/err"
+expect_eq "$(cat "$T/out")" strict "a project file cannot loosen strict to practical"
+expect_contains "$(cat "$T/err")" "trusted configuration's strict stays" "and says so"
+in_box nft delete table inet opencode_sandbox
+
+finish

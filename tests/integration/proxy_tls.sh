@@ -234,4 +234,23 @@ stop_egressd
 expect_eq "$EXIT_RC" 0 "egressd exits 0 on SIGTERM ($(tail -n 3 "$EG_ERR"))"
 [ ! -e "$ca" ] && ok || bad "the per-run CA file is removed at exit"
 
+# --- a persistent CA (--ca-cert/--ca-key): used as is; a key others can read is refused ---
+(umask 077 && openssl ecparam -name prime256v1 -genkey -noout -out "$P/dev.key")
+openssl req -x509 -new -key "$P/dev.key" -sha256 -days 30 -subj "/O=opencode-sandbox egressd/CN=dev CA" \
+    -addext "basicConstraints=critical,CA:TRUE,pathlen:0" -addext "keyUsage=critical,keyCertSign,cRLSign" \
+    -out "$P/dev.pem" 2>/dev/null
+start_egressd --config "$T/policy.yaml" --upstream-dns "$ORIGIN_DNS" --upstream-ca "$P/testca.pem" \
+    --ca-cert "$P/dev.pem" --ca-key "$P/dev.key" --ca-out "$T/dev-out.pem" || exit 1
+run pcurl --cacert "$P/dev.pem" -o /dev/null -w '%{http_code}' https://origin.test/hello
+expect_eq "$OUT" 200 "leaves signed by the persistent CA"
+expect_eq "$(openssl x509 -in "$T/dev-out.pem" -noout -fingerprint)" \
+    "$(openssl x509 -in "$P/dev.pem" -noout -fingerprint)" "--ca-out exports the persistent CA"
+stop_egressd
+chmod 644 "$P/dev.key"
+run "$EGRESSD" --proxy "127.0.0.1:$(free_port)" --audit "$T/x.jsonl" --ca-cert "$P/dev.pem" --ca-key "$P/dev.key"
+[ "$RC" -ne 0 ] && ok || bad "a CA key readable by others must be refused"
+expect_contains "$ERR" "chmod 600" "the refusal says how to fix it"
+run "$EGRESSD" --proxy "127.0.0.1:$(free_port)" --audit "$T/x.jsonl" --ca-cert "$P/dev.pem"
+[ "$RC" -ne 0 ] && ok || bad "--ca-cert without --ca-key must be refused"
+
 finish

@@ -86,12 +86,12 @@ conn_set_state(struct conn *c, enum conn_state s)
 		evtimer_del(c->timer);
 		tmo.tv_sec = s == CONN_TUNNEL ? lim->tunnel_idle_timeout : lim->response_timeout;
 		tmo.tv_usec = 0;
-		bufferevent_set_timeouts(c->client.bev, s == CONN_TUNNEL ? &tmo : NULL, &tmo);
+		side_timeouts(&c->client, s == CONN_TUNNEL ? &tmo : NULL, &tmo);
 		if (c->up.bev != NULL)
-			bufferevent_set_timeouts(c->up.bev, &tmo, &tmo);
+			side_timeouts(&c->up, &tmo, &tmo);
 		return;
 	}
-	bufferevent_set_timeouts(c->client.bev, NULL, NULL);
+	side_timeouts(&c->client, NULL, NULL);
 	evtimer_add(c->timer, &tv);
 }
 
@@ -207,6 +207,8 @@ conn_close(struct conn *c, const char *why)
 	}
 	upstream_cancel(c->job);
 	c->job = NULL;
+	side_detach(&c->client);
+	side_detach(&c->up);
 	if (c->upstream != NULL)
 		upstream_free(c->upstream); /* frees c->up.bev */
 	c->upstream = NULL;
@@ -231,9 +233,9 @@ conn_close(struct conn *c, const char *why)
 void
 conn_flush_close(struct conn *c)
 {
-	bufferevent_disable(c->client.bev, EV_READ);
+	side_read(&c->client, 0);
 	if (c->up.bev != NULL)
-		bufferevent_disable(c->up.bev, EV_READ);
+		side_read(&c->up, 0);
 	conn_set_state(c, CONN_FLUSH);
 	if (evbuffer_get_length(bufferevent_get_output(c->client.bev)) == 0)
 		conn_close(c, "done");
@@ -437,6 +439,7 @@ conn_tls_start(struct conn *c)
 {
 	struct bufferevent *bev;
 
+	side_detach(&c->client); /* the socket goes to TLS */
 	bev = tls_accept(c->e->tls, c->e->base, c, &c->client.bev);
 	if (bev == NULL) {
 		conn_tls_failed(c, "cannot set up TLS for this host");
@@ -477,7 +480,7 @@ conn_intercept(struct conn *c)
 	/* The CONNECT's own Connection header says nothing about the requests inside. */
 	c->flags = (c->flags & ~CONN_F_CLIENT_CLOSE) | CONN_F_TLS;
 	if (evbuffer_get_length(bufferevent_get_output(c->client.bev)) > 0) {
-		bufferevent_disable(c->client.bev, EV_READ);
+		side_read(&c->client, 0);
 		conn_set_state(c, CONN_TLS_WAIT);
 		return;
 	}
@@ -795,20 +798,21 @@ conn_exchange_done(struct conn *c)
 	if (c->upstream != NULL) {
 		reusable = c->x->resp_parsed && (c->x->resp.flags & HTTP_F_KEEP_ALIVE) &&
 		           c->x->resp.body != HTTP_BODY_CLOSE && !c->up.eof && c->x->req_body.done;
+		side_detach(&c->up);
 		upstream_release(c->e, c->upstream, reusable);
 		c->upstream = NULL;
 		c->up.bev = NULL;
 		c->up.eof = 0;
 		c->up.throttled = 0;
 	}
-	bufferevent_set_timeouts(c->client.bev, NULL, NULL);
+	side_timeouts(&c->client, NULL, NULL);
 	if (c->flags & CONN_F_CLIENT_CLOSE || c->client.eof || c->e->draining) {
 		conn_flush_close(c);
 		return;
 	}
 	conn_exchange_free(c);
 	c->client.throttled = 0;
-	bufferevent_enable(c->client.bev, EV_READ);
+	side_read(&c->client, 1);
 	conn_set_state(c, CONN_READ_HEAD);
 	/* A pipelined request may already be waiting. */
 	conn_read_head(c);
@@ -832,7 +836,7 @@ conn_client_read_cb(struct bufferevent *bev, void *arg)
 		relay_pump(c);
 		break;
 	case CONN_CONNECTING:
-		bufferevent_disable(bev, EV_READ);
+		side_read(s, 0);
 		break;
 	case CONN_FLUSH:
 		evbuffer_drain(bufferevent_get_input(bev), (size_t)-1);
@@ -910,6 +914,7 @@ conn_retry(struct conn *c)
 	    evbuffer_get_length(bufferevent_get_input(c->up.bev)) > 0)
 		return 0;
 	c->x->retried = 1;
+	side_detach(&c->up);
 	upstream_free(c->upstream);
 	c->upstream = NULL;
 	c->up.bev = NULL;
@@ -917,7 +922,7 @@ conn_retry(struct conn *c)
 	http_msg_free(&c->x->resp);
 	http_msg_init(&c->x->resp);
 	conn_set_state(c, CONN_CONNECTING);
-	bufferevent_disable(c->client.bev, EV_READ);
+	side_read(&c->client, 0);
 	c->job = upstream_get(c->e, c->policy, &c->x->host, c->x->port, &c->x->decision,
 	                      UPSTREAM_F_FRESH | ((c->flags & CONN_F_TLS) ? UPSTREAM_F_TLS : 0),
 	                      conn_upstream_cb, c);
@@ -997,6 +1002,33 @@ conn_event_cb(struct bufferevent *bev, short what, void *arg)
 	relay_pump(c);
 }
 
+/* A plain side is readable: read it here, then run its bufferevent's callbacks. */
+static void
+conn_side_read_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn_side *s = arg;
+	struct conn *c = s->conn;
+	int n;
+
+	if (what & EV_TIMEOUT) {
+		conn_event_cb(s->bev, BEV_EVENT_READING | BEV_EVENT_TIMEOUT, s);
+		return;
+	}
+	if ((n = side_read_socket(s)) == -2)
+		return;
+	if (n <= 0) {
+		/* As a bufferevent does: no more reading after EOF or an error. */
+		side_read(s, 0);
+		conn_event_cb(s->bev,
+		              BEV_EVENT_READING | (n == 0 ? BEV_EVENT_EOF : BEV_EVENT_ERROR), s);
+		return;
+	}
+	if (s == &c->client)
+		conn_client_read_cb(s->bev, s);
+	else
+		conn_up_read_cb(s->bev, s);
+}
+
 static void
 conn_attach_upstream(struct conn *c, struct upstream *u)
 {
@@ -1012,7 +1044,8 @@ conn_attach_upstream(struct conn *c, struct upstream *u)
 	 * enabling it again would register the socket for writability (and
 	 * unregister it after) for every request a pooled upstream carries.
 	 */
-	bufferevent_enable(u->bev, EV_READ);
+	side_attach(&c->up, c->e->base, conn_side_read_cb);
+	side_read(&c->up, 1);
 }
 
 /*
@@ -1092,7 +1125,7 @@ conn_send_request(struct conn *c)
 			evbuffer_add_buffer(uout, c->x->held);
 	}
 	conn_set_state(c, CONN_EXCHANGE);
-	bufferevent_enable(c->client.bev, EV_READ);
+	side_read(&c->client, 1);
 	relay_pump(c);
 }
 
@@ -1146,7 +1179,7 @@ void
 conn_tunnel(struct conn *c)
 {
 	conn_set_state(c, CONN_TUNNEL);
-	bufferevent_enable(c->client.bev, EV_READ);
+	side_read(&c->client, 1);
 	relay_pump(c);
 }
 
@@ -1193,6 +1226,7 @@ conn_new(struct egressd *e, int fd, const struct sockaddr *sa)
 	bufferevent_setcb(c->client.bev, conn_client_read_cb, conn_client_write_cb, conn_event_cb,
 	                  &c->client);
 	bufferevent_setwatermark(c->client.bev, EV_WRITE, RELAY_LOW_MARK, 0);
+	side_attach(&c->client, e->base, conn_side_read_cb);
 	return c;
 }
 
@@ -1203,7 +1237,7 @@ conn_accept(struct egressd *e, int fd, const struct sockaddr *sa, socklen_t sale
 
 	if ((c = conn_new(e, fd, sa)) == NULL)
 		return;
-	bufferevent_enable(c->client.bev, EV_READ | EV_WRITE);
+	side_read(&c->client, 1);
 	conn_set_state(c, CONN_READ_HEAD);
 }
 
@@ -1211,7 +1245,7 @@ conn_accept(struct egressd *e, int fd, const struct sockaddr *sa, socklen_t sale
 void
 conn_start(struct conn *c)
 {
-	bufferevent_enable(c->client.bev, EV_READ | EV_WRITE);
+	side_read(&c->client, 1);
 	conn_set_state(c, CONN_READ_HEAD);
 	conn_read_head(c);
 }

@@ -238,8 +238,12 @@ struct conn_side {
 	struct conn *conn;
 	struct conn_side *peer;
 	int eof;
-	int throttled; /* reading stopped for backpressure */
-	int plain;     /* a plain socket: relay_send may write to it directly */
+	int throttled;    /* reading stopped for backpressure */
+	int plain;        /* a plain socket: relay_send may write to it directly */
+	struct event *rd; /* plain: our read event (the bufferevent's own stays off) */
+	struct timeval rd_tmo;
+	int rd_has_tmo;
+	int rd_on;
 };
 
 /* One request and its response, from the first byte of the head on. */
@@ -327,6 +331,11 @@ void relay_pump_head(struct conn *, const void *, size_t);
 void relay_send(struct conn_side *, const void *, size_t);
 void relay_send_buffer(struct conn_side *, struct evbuffer *);
 void relay_tunnel_eof(struct conn *, struct conn_side *);
+void side_attach(struct conn_side *, struct event_base *, event_callback_fn);
+void side_detach(struct conn_side *);
+void side_read(struct conn_side *, int);
+void side_timeouts(struct conn_side *, const struct timeval *, const struct timeval *);
+int side_read_socket(struct conn_side *);
 
 /* upstream.c */
 struct upstream {

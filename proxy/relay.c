@@ -6,8 +6,10 @@
  * peer has more than RELAY_HIGH_MARK queued, and resumes from the peer's
  * write callback at RELAY_LOW_MARK.
  */
+#include <errno.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <event2/buffer.h>
@@ -100,12 +102,12 @@ relay_throttle(struct conn_side *src, struct conn_side *dst)
 		return;
 	if (evbuffer_get_length(bufferevent_get_output(dst->bev)) > RELAY_HIGH_MARK) {
 		if (!src->throttled) {
-			bufferevent_disable(src->bev, EV_READ);
+			side_read(src, 0);
 			src->throttled = 1;
 		}
 	} else if (src->throttled) {
 		src->throttled = 0;
-		bufferevent_enable(src->bev, EV_READ);
+		side_read(src, 1);
 	}
 }
 
@@ -289,7 +291,7 @@ relay_pump_head(struct conn *c, const void *head, size_t len)
 	if (c->x->req_body.done) {
 		/* Pipelined bytes wait for this exchange, but only so many. */
 		if (evbuffer_get_length(cin) > c->e->http.head)
-			bufferevent_disable(cb, EV_READ);
+			side_read(&c->client, 0);
 	} else
 		relay_throttle(&c->client, &c->up);
 	if (!c->x->resp_parsed)
@@ -326,7 +328,7 @@ relay_tunnel_eof(struct conn *c, struct conn_side *s)
 	}
 	if (!s->peer->plain) {
 		/* TLS has no half-close: write what is queued, then close. */
-		bufferevent_disable(s->bev, EV_READ);
+		side_read(s, 0);
 		if (evbuffer_get_length(bufferevent_get_output(s->peer->bev)) == 0)
 			conn_close(c, "tunnel closed");
 		else
@@ -341,4 +343,109 @@ void
 relay_pump(struct conn *c)
 {
 	relay_pump_head(c, NULL, 0);
+}
+
+/*
+ * Reading plain sockets. A socket bufferevent asks the kernel how much is
+ * readable (FIONREAD) before every read, one extra system call per read;
+ * for plain sockets egressd reads into the bufferevent's input itself,
+ * from an event of its own, and leaves the bufferevent writing. TLS sides
+ * keep their bufferevent's reading, which OpenSSL needs.
+ */
+#define SIDE_READ_MAX (64 * 1024)
+
+void
+side_attach(struct conn_side *s, struct event_base *base, event_callback_fn cb)
+{
+	if (!s->plain || s->rd != NULL)
+		return;
+	bufferevent_disable(s->bev, EV_READ);
+	s->rd = event_new(base, bufferevent_getfd(s->bev), EV_READ | EV_PERSIST, cb, s);
+	s->rd_on = 0;
+}
+
+void
+side_detach(struct conn_side *s)
+{
+	if (s->rd != NULL)
+		event_free(s->rd);
+	s->rd = NULL;
+	s->rd_on = 0;
+	s->rd_has_tmo = 0;
+}
+
+void
+side_read(struct conn_side *s, int on)
+{
+	if (s->rd == NULL) {
+		if (on)
+			bufferevent_enable(s->bev, EV_READ);
+		else
+			bufferevent_disable(s->bev, EV_READ);
+		return;
+	}
+	if (on == s->rd_on)
+		return;
+	s->rd_on = on;
+	if (on)
+		event_add(s->rd, s->rd_has_tmo ? &s->rd_tmo : NULL);
+	else
+		event_del(s->rd);
+}
+
+/* Read and write inactivity timeouts, as bufferevent_set_timeouts sets them. */
+void
+side_timeouts(struct conn_side *s, const struct timeval *r, const struct timeval *w)
+{
+	if (s->rd == NULL) {
+		bufferevent_set_timeouts(s->bev, r, w);
+		return;
+	}
+	bufferevent_set_timeouts(s->bev, NULL, w);
+	s->rd_has_tmo = r != NULL;
+	if (r != NULL)
+		s->rd_tmo = *r;
+	if (s->rd_on)
+		event_add(s->rd, s->rd_has_tmo ? &s->rd_tmo : NULL);
+}
+
+/*
+ * One read into the side's input. Returns the bytes read, 0 at EOF, -1 on
+ * an error (errno set), or -2 when nothing was there after all.
+ */
+int
+side_read_socket(struct conn_side *s)
+{
+	struct evbuffer *in = bufferevent_get_input(s->bev);
+	struct evbuffer_iovec v[2];
+	struct iovec iov[2];
+	ssize_t n;
+	size_t left;
+	int nv, i;
+
+	/* A bufferevent keeps the end of its input frozen except while it reads. */
+	evbuffer_unfreeze(in, 0);
+	if ((nv = evbuffer_reserve_space(in, SIDE_READ_MAX, v, 2)) <= 0) {
+		evbuffer_freeze(in, 0);
+		return -1;
+	}
+	for (i = 0; i < nv; i++) {
+		iov[i].iov_base = v[i].iov_base;
+		iov[i].iov_len = v[i].iov_len;
+	}
+	n = readv(bufferevent_getfd(s->bev), iov, nv);
+	if (n <= 0) {
+		evbuffer_freeze(in, 0);
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return -2;
+		return n == 0 ? 0 : -1;
+	}
+	for (i = 0, left = (size_t)n; i < nv; i++) {
+		if (v[i].iov_len > left)
+			v[i].iov_len = left;
+		left -= v[i].iov_len;
+	}
+	evbuffer_commit_space(in, v, nv);
+	evbuffer_freeze(in, 0);
+	return n > INT32_MAX ? INT32_MAX : (int)n;
 }

@@ -135,7 +135,8 @@ start_origin() {
 origin_count() { jq -c "$1" "$ORIGIN_LOG" | wc -l; }
 
 # start_egressd ARGS...: egressd on a free loopback port with --ready-fd and
-# --audit "$EG_AUDIT" (default $T/audit.jsonl), waiting (bounded) for READY.
+# --audit "$EG_AUDIT" (default $T/audit.jsonl) and --dns on a free port (unless
+# given), waiting (bounded) for READY.
 # Sets EG_PORT, EG_PID, EG_ERR; returns 1 if it did not get ready.
 EG_N=0
 start_egressd() {
@@ -143,7 +144,13 @@ start_egressd() {
 	EG_PORT=$(free_port)
 	EG_ERR="$T/egressd.$EG_N.err"
 	: "${EG_AUDIT:=$T/audit.jsonl}"
-	"$EGRESSD" --proxy "127.0.0.1:$EG_PORT" --audit "$EG_AUDIT" --ready-fd 3 "$@" \
+	# The resolver listens too: on a free port unless the caller names one.
+	local dns=()
+	case " $* " in
+	*" --dns "*) ;;
+	*) EG_DNS_PORT=$(free_port); dns=(--dns "127.0.0.1:$EG_DNS_PORT") ;;
+	esac
+	"$EGRESSD" --proxy "127.0.0.1:$EG_PORT" "${dns[@]}" --audit "$EG_AUDIT" --ready-fd 3 "$@" \
 	    3>"$T/ready.$EG_N" 2>"$EG_ERR" &
 	EG_PID=$!
 	track_pid "$EG_PID"

@@ -493,7 +493,7 @@ EG_STDERR=""
 # --- report -----------------------------------------------------------------
 
 report() {
-	local s p sq=squid-bump
+	local s p a b d sq=squid-bump
 	echo "## HTTPS interception benchmark, $(date -u +%Y-%m-%d) ($(nproc) cores, $(uname -r))"
 	echo
 	echo "Origin nginx $(version_of nginx) on port 443, RSA-2048 certificate from a test CA," \
@@ -515,9 +515,11 @@ report() {
 				[ "$s" = ka64 ] && echo "| $s | $p | ${STATUS[$p]:-not run} | | | | | | | |"
 				continue
 			fi
+			# big4 is compared on MiB/s, the others on req/s.
+			a=${RPS[$p.$s]:-} b=${RPS[$sq.$s]:-} d=${RPS[direct.$s]:-}
+			[ "$s" = big4 ] && a=${MIBS[$p.$s]:-} b=${MIBS[$sq.$s]:-} d=${MIBS[direct.$s]:-}
 			echo "| $s | $p | ${RPS[$p.$s]:-?} | ${MIBS[$p.$s]:-?} | ${P50[$p.$s]:-?} |" \
-				"${P99[$p.$s]:-?} | ${ERR[$p.$s]:-?} | $(ratio "${RPS[$p.$s]}" "${RPS[$sq.$s]:-}") |" \
-				"$(ratio "${RPS[$p.$s]}" "${RPS[direct.$s]:-}") |" \
+				"${P99[$p.$s]:-?} | ${ERR[$p.$s]:-?} | $(ratio "$a" "$b") | $(ratio "$a" "$d") |" \
 				"$(ratio "${P99[$p.$s]}" "${P99[$sq.$s]:-}") |"
 		done
 	done

@@ -1,0 +1,214 @@
+#!/usr/bin/env bash
+# Resolver benchmark: dnsperf against egressd, dnsmasq and unbound side by
+# side in one run, each a forwarding cache with the same 100,000-name
+# blocklist in front of the same local authority (dnsmasq answering every
+# name under benchtld with 198.18.0.1, TTL 1 h). Prints one markdown table:
+# queries/s for cached allowed names, blocked names and cache misses (unique
+# names), the time from start to answering with the list loaded, and the
+# resident size with the list, then the ratios of egressd to unbound.
+#
+# Configs are rendered from tests/bench/peers/dns_* into a private temp
+# dir; every server gets its own free loopback port and is stopped by a
+# trap. egressd writes its audit log to a file in that dir, as in use.
+# Missing tools (dnsperf, dnsmasq, unbound) are installed with apt-get
+# unless --no-install.
+#
+# usage: tests/bench/dns_bench.sh [--duration S] [--clients N] [--names N]
+#            [--peers "egressd dnsmasq unbound"] [--out FILE] [--no-install]
+
+set -u
+
+DURATION=10
+CLIENTS=8
+NAMES=100000
+PEERS="egressd dnsmasq unbound"
+OUT=""
+INSTALL=1
+
+usage() {
+	sed -n '16,17s/^# //p' "$0" >&2
+	exit 2
+}
+
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--duration) DURATION=${2:?}; shift 2 ;;
+	--clients) CLIENTS=${2:?}; shift 2 ;;
+	--names) NAMES=${2:?}; shift 2 ;;
+	--peers) PEERS=${2:?}; shift 2 ;;
+	--out) OUT=${2:?}; shift 2 ;;
+	--no-install) INSTALL=0; shift ;;
+	*) usage ;;
+	esac
+done
+
+SRC_DIR=${SRC_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+BUILD_DIR=${BUILD_DIR:-$SRC_DIR/build}
+PEER_DIR="$SRC_DIR/tests/bench/peers"
+T=$(mktemp -d "${TMPDIR:-/tmp}/dns-bench.XXXXXX")
+PIDS=""
+cleanup() {
+	local p
+	for p in $PIDS; do
+		kill -TERM "$p" 2>/dev/null
+		wait "$p" 2>/dev/null
+	done
+	rm -rf "$T"
+}
+trap cleanup EXIT
+
+need() { # need CMD PACKAGE
+	command -v "$1" >/dev/null 2>&1 && return 0
+	[ "$INSTALL" = 1 ] || { echo "missing $1 (package $2)" >&2; return 1; }
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$2" >/dev/null 2>&1 ||
+	    { apt-get update -q >/dev/null 2>&1 &&
+	      DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$2" >/dev/null 2>&1; }
+	command -v "$1" >/dev/null 2>&1
+}
+need dnsperf dnsperf || exit 1
+need dnsmasq dnsmasq-base || exit 1
+case " $PEERS " in *" unbound "*) need unbound unbound || PEERS=${PEERS/unbound/} ;; esac
+# A packaged unbound or dnsmasq service must not hold the ports or the CPU.
+systemctl stop unbound dnsmasq >/dev/null 2>&1 || true
+
+free_port() {
+	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+render() { # render TEMPLATE OUT KEY=VALUE...
+	local tpl=$1 out=$2 kv
+	shift 2
+	cp "$tpl" "$out"
+	for kv in "$@"; do
+		sed -i "s|@${kv%%=*}@|${kv#*=}|g" "$out"
+	done
+}
+
+# answers PORT NAME: true once the server at PORT answers NAME.
+answers() { dig @127.0.0.1 -p "$1" +tries=1 +time=1 +short "$2" A 2>/dev/null | grep -q .; }
+
+# wait_answer PORT START_NS: seconds from START_NS until PORT answers.
+wait_answer() {
+	local i
+	for ((i = 0; i < 2000; i++)); do
+		if answers "$1" www.benchtld; then
+			echo "scale=3; ($(date +%s%N) - $2) / 1000000000" | bc
+			return 0
+		fi
+		sleep 0.01
+	done
+	echo "-"
+	return 1
+}
+
+rss_mib() { awk '/^VmRSS/ {printf "%.1f", $2 / 1024}' "/proc/$1/status" 2>/dev/null || echo -; }
+
+# --- the data: blocklist in three formats, three query files ---
+python3 - "$T" "$NAMES" <<'EOF'
+import sys, random
+t, n = sys.argv[1], int(sys.argv[2])
+rng = random.Random(42)
+alpha = "abcdefghijklmnopqrstuvwxyz0123456789"
+names = set()
+while len(names) < n:
+    names.add("".join(rng.choice(alpha) for _ in range(rng.randint(6, 14))) + "." +
+              rng.choice(["ads", "track", "stats", "pixel", "metrics"]) + ".benchtld")
+names = sorted(names)
+with open(t + "/block.list", "w") as f:
+    f.writelines("||%s^\n" % x for x in names)
+with open(t + "/dnsmasq_block.conf", "w") as f:
+    f.writelines("address=/%s/\n" % x for x in names)
+with open(t + "/unbound_block.conf", "w") as f:
+    f.writelines('local-zone: "%s." always_nxdomain\n' % x for x in names)
+with open(t + "/q_blocked", "w") as f:
+    f.writelines("%s A\n" % x for x in rng.sample(names, min(10000, n)))
+with open(t + "/q_cached", "w") as f:
+    f.writelines("c%d.cached.benchtld A\n" % i for i in range(200))
+with open(t + "/q_miss", "w") as f:
+    f.writelines("m%d-%d.miss.benchtld A\n" % (i, rng.randint(0, 1 << 30)) for i in range(1500000))
+EOF
+
+AUTH_PORT=$(free_port)
+render "$PEER_DIR/dns_authority.conf" "$T/authority.conf" "PORT=$AUTH_PORT"
+dnsmasq --keep-in-foreground --conf-file="$T/authority.conf" --pid-file= 2>"$T/authority.err" &
+PIDS="$PIDS $!"
+
+start_peer() { # start_peer NAME PORT: starts it, sets PEER_PID, LOAD_S
+	local start
+	start=$(date +%s%N)
+	case "$1" in
+	egressd)
+		render "$PEER_DIR/dns_egressd.yaml" "$T/egressd.yaml" "BLOCK_FILE=$T/block.list"
+		"$BUILD_DIR/egressd" --config "$T/egressd.yaml" --proxy 127.0.0.1:0 \
+		    --dns "127.0.0.1:$2" --upstream-dns "127.0.0.1:$AUTH_PORT" \
+		    --audit "$T/audit.jsonl" 2>"$T/egressd.err" &
+		;;
+	dnsmasq)
+		render "$PEER_DIR/dns_dnsmasq.conf" "$T/dnsmasq.conf" "PORT=$2" \
+		    "AUTH_PORT=$AUTH_PORT" "BLOCK_CONF=$T/dnsmasq_block.conf"
+		dnsmasq --keep-in-foreground --conf-file="$T/dnsmasq.conf" --pid-file= \
+		    2>"$T/dnsmasq.err" &
+		;;
+	unbound)
+		render "$PEER_DIR/dns_unbound.conf" "$T/unbound.conf" "PORT=$2" \
+		    "AUTH_PORT=$AUTH_PORT" "BLOCK_CONF=$T/unbound_block.conf"
+		unbound -d -c "$T/unbound.conf" 2>"$T/unbound.err" &
+		;;
+	esac
+	PEER_PID=$!
+	PIDS="$PIDS $PEER_PID"
+	LOAD_S=$(wait_answer "$2" "$start")
+}
+
+# perf PORT FILE: queries/s of dnsperf over FILE for DURATION seconds.
+perf() {
+	dnsperf -s 127.0.0.1 -p "$1" -d "$2" -l "$DURATION" -c "$CLIENTS" -q 500 -t 5 \
+	    >"$T/perf.out" 2>&1
+	awk '/Queries per second/ {print int($4)}' "$T/perf.out"
+}
+
+for i in $(seq 1 50); do answers "$AUTH_PORT" www.benchtld && break; sleep 0.1; done
+
+ROWS=""
+declare -A QPS_CACHED QPS_BLOCKED QPS_MISS LOAD RSS
+for peer in $PEERS; do
+	[ "$peer" = egressd ] && [ ! -x "$BUILD_DIR/egressd" ] && continue
+	port=$(free_port)
+	start_peer "$peer" "$port"
+	LOAD[$peer]=$LOAD_S
+	RSS[$peer]=$(rss_mib "$PEER_PID")
+	# Warm the cache with the names of the cached set, then measure.
+	dnsperf -s 127.0.0.1 -p "$port" -d "$T/q_cached" -n 1 -c 1 >/dev/null 2>&1
+	QPS_CACHED[$peer]=$(perf "$port" "$T/q_cached")
+	QPS_BLOCKED[$peer]=$(perf "$port" "$T/q_blocked")
+	QPS_MISS[$peer]=$(perf "$port" "$T/q_miss")
+	kill -TERM "$PEER_PID" 2>/dev/null
+	wait "$PEER_PID" 2>/dev/null
+done
+
+ratio() { # ratio A B: A/B with two decimals, or -
+	if [ -n "${1:-}" ] && [ -n "${2:-}" ] && [ "${2:-0}" != 0 ] && [ "$1" != - ] && [ "$2" != - ]; then
+		echo "scale=2; $1 / $2" | bc
+	else
+		echo -
+	fi
+}
+
+{
+	echo "| server | cached q/s | blocked q/s | miss q/s | ready with list (s) | RSS with list (MiB) |"
+	echo "| --- | ---: | ---: | ---: | ---: | ---: |"
+	for peer in $PEERS; do
+		[ -n "${QPS_CACHED[$peer]:-}" ] || continue
+		echo "| $peer | ${QPS_CACHED[$peer]} | ${QPS_BLOCKED[$peer]} | ${QPS_MISS[$peer]} |" \
+		    "${LOAD[$peer]} | ${RSS[$peer]} |"
+	done
+	if [ -n "${QPS_CACHED[egressd]:-}" ] && [ -n "${QPS_CACHED[unbound]:-}" ]; then
+		echo
+		echo "egressd / unbound: cached $(ratio "${QPS_CACHED[egressd]}" "${QPS_CACHED[unbound]}")," \
+		    "blocked $(ratio "${QPS_BLOCKED[egressd]}" "${QPS_BLOCKED[unbound]}")," \
+		    "misses $(ratio "${QPS_MISS[egressd]}" "${QPS_MISS[unbound]}")"
+	fi
+	echo
+	echo "($NAMES-name blocklist; dnsperf -c $CLIENTS -q 500, $DURATION s per scenario;" \
+	    "$(nproc) cores; $(date -u +%Y-%m-%d))"
+} | tee "${OUT:-/dev/null}"

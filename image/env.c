@@ -18,12 +18,27 @@
 
 /* Variables sandbox-init sets or must not pass down from its own start. */
 static const char *env_owned[] = {
-    "HTTP_PROXY",      "HTTPS_PROXY",     "ALL_PROXY",       "NO_PROXY",
-    "http_proxy",      "https_proxy",     "all_proxy",       "no_proxy",
-    "SSL_CERT_FILE",   "SSL_CERT_DIR",    "NODE_EXTRA_CA_CERTS",
-    "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO", "LISTEN_FDS",
-    "LISTEN_PID",      "LISTEN_FDNAMES",  "HOME",            "USER",
-    "LOGNAME",         "OPENCODE_SANDBOX_MODE",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "ALL_PROXY",
+    "NO_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "all_proxy",
+    "no_proxy",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "NODE_EXTRA_CA_CERTS",
+    "REQUESTS_CA_BUNDLE",
+    "CURL_CA_BUNDLE",
+    "GIT_SSL_CAINFO",
+    "LISTEN_FDS",
+    "LISTEN_PID",
+    "LISTEN_FDNAMES",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "OPENCODE_SANDBOX_MODE",
 };
 
 static int

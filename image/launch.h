@@ -50,9 +50,9 @@ int priv_has_cap(int);
 
 /* env.c */
 struct env_opts {
-	const char *proxy_url;   /* http://127.0.0.1:PORT */
-	const char *ca_cert;     /* the run CA (PEM), or NULL */
-	const char *ca_bundle;   /* system store + run CA, or NULL */
+	const char *proxy_url; /* http://127.0.0.1:PORT */
+	const char *ca_cert;   /* the run CA (PEM), or NULL */
+	const char *ca_bundle; /* system store + run CA, or NULL */
 	const struct priv_user *user;
 	enum policy_mode mode;
 };

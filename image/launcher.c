@@ -78,16 +78,17 @@ struct launcher {
 static void
 usage(FILE *f)
 {
-	fprintf(f,
-	        "usage: sandbox-init [--config FILE]... [--mode practical|strict|off]\n"
-	        "                    [--user NAME|UID] [--egress-user NAME|UID] [--egressd PATH]\n"
-	        "                    [--egressd-arg ARG]...\n"
-	        "                    [--ready-timeout S] [--run-dir DIR] [--trust-store FILE|none]\n"
-	        "                    [--resolv-conf FILE|none] [--global-config FILE|none]\n"
-	        "                    [--project-config FILE|none] [--proxy-port N]\n"
-	        "                    [--transparent-port N] [--dns-port N] [-v] -- CMD [ARG]...\n"
-	        "       sandbox-init [options] --selftest [--json] [--probe-addr A] [--probe-addr6 A]\n"
-	        "                    [--probe-host NAME] [--probe-doh URL] [--probe-https URL]\n");
+	fprintf(
+	    f,
+	    "usage: sandbox-init [--config FILE]... [--mode practical|strict|off]\n"
+	    "                    [--user NAME|UID] [--egress-user NAME|UID] [--egressd PATH]\n"
+	    "                    [--egressd-arg ARG]...\n"
+	    "                    [--ready-timeout S] [--run-dir DIR] [--trust-store FILE|none]\n"
+	    "                    [--resolv-conf FILE|none] [--global-config FILE|none]\n"
+	    "                    [--project-config FILE|none] [--proxy-port N]\n"
+	    "                    [--transparent-port N] [--dns-port N] [-v] -- CMD [ARG]...\n"
+	    "       sandbox-init [options] --selftest [--json] [--probe-addr A] [--probe-addr6 A]\n"
+	    "                    [--probe-host NAME] [--probe-doh URL] [--probe-https URL]\n");
 }
 
 static int
@@ -157,8 +158,9 @@ launch_parse(struct launcher *l, int argc, char **argv)
 		case 'm':
 			if (strcmp(optarg, "practical") != 0 && strcmp(optarg, "strict") != 0 &&
 			    strcmp(optarg, "off") != 0) {
-				fprintf(stderr, "sandbox-init: --mode %s: expected practical, strict "
-				                "or off\n",
+				fprintf(stderr,
+				        "sandbox-init: --mode %s: expected practical, strict "
+				        "or off\n",
 				        optarg);
 				return -1;
 			}
@@ -184,7 +186,8 @@ launch_parse(struct launcher *l, int argc, char **argv)
 			errno = 0;
 			v = strtol(optarg, &end, 10);
 			if (errno != 0 || *end != '\0' || v < 1 || v > 600) {
-				fprintf(stderr, "sandbox-init: --ready-timeout %s: 1 to 600 seconds\n",
+				fprintf(stderr,
+				        "sandbox-init: --ready-timeout %s: 1 to 600 seconds\n",
 				        optarg);
 				return -1;
 			}
@@ -281,7 +284,8 @@ launch_defaults(struct launcher *l)
 	l->st.addr = "1.1.1.1";
 	l->st.addr6 = "2606:4700:4700::1111";
 	l->st.host = "api.segment.io";
-	l->st.doh_url = "https://cloudflare-dns.com/dns-query?dns=AAABAAABAAAAAAAAB2V4YW1wbGUDY29tAAABAAE";
+	l->st.doh_url =
+	    "https://cloudflare-dns.com/dns-query?dns=AAABAAABAAAAAAAAB2V4YW1wbGUDY29tAAABAAE";
 	l->st.https = "https://example.com/";
 	l->payload = -1;
 	l->eg.pid = -1;
@@ -426,7 +430,8 @@ launch_files(struct launcher *l)
 		fprintf(stderr, "sandbox-init: %s: %s\n", l->mode_file, strerror(errno));
 		return -1;
 	}
-	fprintf(f, "# written by sandbox-init: the mode in force\nversion: 1\nnetwork:\n  mode: %s\n",
+	fprintf(f,
+	        "# written by sandbox-init: the mode in force\nversion: 1\nnetwork:\n  mode: %s\n",
 	        config_mode_name(l->mode));
 	fclose(f);
 	chmod(l->mode_file, 0644);
@@ -605,8 +610,8 @@ launch_setup(struct launcher *l)
 
 	if (launch_check_cap(l) == -1)
 		return -1;
-	if ((why = spawn_find_egressd(l->egressd_flag, l->egressd_path,
-	                              sizeof l->egressd_path)) != NULL) {
+	if ((why = spawn_find_egressd(l->egressd_flag, l->egressd_path, sizeof l->egressd_path)) !=
+	    NULL) {
 		fprintf(stderr, "sandbox-init: %s: %s\n",
 		        l->egressd_flag ? l->egressd_flag : "egressd", why);
 		return -1;

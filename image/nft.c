@@ -145,8 +145,8 @@ nft_rules_apply(const struct nft_rules *r, char *err, size_t errlen)
 int
 nft_rules_remove(char *err, size_t errlen)
 {
-	return nft_run("add table inet " NFT_TABLE "\ndelete table inet " NFT_TABLE "\n", NULL,
-	               err, errlen);
+	return nft_run("add table inet " NFT_TABLE "\ndelete table inet " NFT_TABLE "\n", NULL, err,
+	               errlen);
 }
 
 /* Next non-blank line of *p, trimmed, with counter values zeroed. */

@@ -122,7 +122,9 @@ selftest_http(struct selftest_row *r, int fd, const char *host, int ms)
 	ssize_t n;
 	size_t got = 0;
 
-	snprintf(req, sizeof req, "GET / HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", host);
+	/* An IPv6 address in Host goes in brackets (RFC 9110 §7.2). */
+	snprintf(req, sizeof req, "GET / HTTP/1.1\r\nHost: %s%s%s\r\nConnection: close\r\n\r\n",
+	         strchr(host, ':') ? "[" : "", host, strchr(host, ':') ? "]" : "");
 	if (write(fd, req, strlen(req)) < 0) {
 		r->result = ST_CLOSED;
 		snprintf(r->detail, sizeof r->detail, "send: %s", strerror(errno));
@@ -143,8 +145,8 @@ selftest_http(struct selftest_row *r, int fd, const char *host, int ms)
 		         (int)strcspn(resp, "\r\n"), resp);
 	} else {
 		r->result = ST_OPEN;
-		snprintf(r->detail, sizeof r->detail, "answered: %.*s",
-		         (int)strcspn(resp, "\r\n"), resp);
+		snprintf(r->detail, sizeof r->detail, "answered: %.*s", (int)strcspn(resp, "\r\n"),
+		         resp);
 	}
 }
 
@@ -200,8 +202,8 @@ selftest_tcp_name(struct selftest_row *r, const char *host, int ms)
 
 /* One datagram out; any datagram back means the door is open. */
 static void
-selftest_udp(struct selftest_row *r, const char *addr, uint16_t port, const void *msg,
-             size_t len, int ms)
+selftest_udp(struct selftest_row *r, const char *addr, uint16_t port, const void *msg, size_t len,
+             int ms)
 {
 	struct sockaddr_storage ss;
 	socklen_t sl;
@@ -344,8 +346,10 @@ static void
 selftest_doh(struct selftest_row *r, const char *url, int ms)
 {
 	char out[4096], code[8];
-	char *argv[] = {"curl", "-sk", "-o", "/dev/null", "-w", "%{http_code}", "--max-time",
-	                "5", "-H", "accept: application/dns-message", (char *)url, NULL};
+	char *argv[] = {
+	    "curl",         "-sk",        "-o", "/dev/null", "-w",
+	    "%{http_code}", "--max-time", "5",  "-H",        "accept: application/dns-message",
+	    (char *)url,    NULL};
 	int rc;
 
 	if (!selftest_have("curl")) {
@@ -375,7 +379,8 @@ selftest_nft(struct selftest_row *r, const char *cmd)
 		snprintf(r->detail, sizeof r->detail, "\"nft %s\" succeeded", cmd);
 	} else {
 		r->result = ST_CLOSED;
-		snprintf(r->detail, sizeof r->detail, "refused: %.*s", (int)strcspn(err, "\n"), err);
+		snprintf(r->detail, sizeof r->detail, "refused: %.*s", (int)strcspn(err, "\n"),
+		         err);
 	}
 }
 
@@ -463,8 +468,8 @@ static void
 selftest_trust(struct selftest_row *r, const char *tool, const char *url)
 {
 	char out[4096];
-	char *curl[] = {"curl", "-sS", "-o", "/dev/null", "-I", "--max-time", "9", (char *)url,
-	                NULL};
+	char *curl[] = {"curl",       "-sS", "-o",        "/dev/null", "-I",
+	                "--max-time", "9",   (char *)url, NULL};
 	char *py[] = {"python3", "-c", (char *)selftest_py, (char *)url, NULL};
 	char *node[] = {"node", "-e", (char *)selftest_node_js, (char *)url, NULL};
 	char *git[] = {"git", "ls-remote", (char *)url, NULL};
@@ -481,7 +486,7 @@ selftest_trust(struct selftest_row *r, const char *tool, const char *url)
 		snprintf(r->detail, sizeof r->detail, "%s is not installed", tool);
 		return;
 	}
-	argv = strcmp(tool, "curl") == 0     ? curl
+	argv = strcmp(tool, "curl") == 0      ? curl
 	       : strcmp(tool, "python3") == 0 ? py
 	       : strcmp(tool, "node") == 0    ? node
 	                                      : git;
@@ -515,8 +520,9 @@ selftest_print(const struct selftest_row *rows, size_t n, int json, int pass)
 	if (json) {
 		buf_printf(&b, "{\"ok\":%s,\"probes\":[", pass ? "true" : "false");
 		for (i = 0; i < n; i++) {
-			buf_printf(&b, "%s{\"probe\":\"%s\",\"result\":\"%s\",\"detail\":",
-			           i ? "," : "", rows[i].probe, selftest_result_name(rows[i].result));
+			buf_printf(
+			    &b, "%s{\"probe\":\"%s\",\"result\":\"%s\",\"detail\":", i ? "," : "",
+			    rows[i].probe, selftest_result_name(rows[i].result));
 			json_escape_str(&b, rows[i].detail);
 			buf_addc(&b, '}');
 		}

@@ -17,8 +17,11 @@
  * nothing else a coding agent needs.
  */
 static const char *const doh_trees[] = {
-    "adguard-dns.com", "cloudflare-dns.com", "dns.google", "dns.nextdns.io", "dns.mullvad.net",
-    "dns0.eu",         "doh.pub",            "dns.sb",     "dns.controld.com", "dns.quad9.net",
+    "adguard-dns.com",  "cloudflare-dns.com",
+    "dns.google",       "dns.nextdns.io",
+    "dns.mullvad.net",  "dns0.eu",
+    "doh.pub",          "dns.sb",
+    "dns.controld.com", "dns.quad9.net",
 };
 
 /* Single endpoints on domains that serve other things as well. */

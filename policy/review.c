@@ -82,10 +82,12 @@ review_rfc3339(const char *s, int64_t *ms)
 	static const int mdays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
 	int y, mo, d, h = 0, mi = 0, sec = 0, frac = 0, off = 0, scale = 100, oh, om;
 
+	/* Each field is read only once the one before it matched: no overread. */
 	y = review_digits(s, 4);
-	mo = s[4] == '-' ? review_digits(s + 5, 2) : -1;
-	d = s[4] == '-' && s[7] == '-' ? review_digits(s + 8, 2) : -1;
-	if (y < 0 || mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1])
+	mo = y >= 0 && s[4] == '-' ? review_digits(s + 5, 2) : -1;
+	d = mo >= 0 && s[7] == '-' ? review_digits(s + 8, 2) : -1;
+	if (y < 0 || mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1] ||
+	    (mo == 2 && d == 29 && (y % 4 != 0 || (y % 100 == 0 && y % 400 != 0))))
 		return "not a date (want YYYY-MM-DD)";
 	s += 10;
 	if (*s == '\0')
@@ -93,8 +95,8 @@ review_rfc3339(const char *s, int64_t *ms)
 	if (*s != 'T' && *s != 't' && *s != ' ')
 		return "not an RFC 3339 time";
 	h = review_digits(s + 1, 2);
-	mi = s[3] == ':' ? review_digits(s + 4, 2) : -1;
-	sec = s[3] == ':' && s[6] == ':' ? review_digits(s + 7, 2) : -1;
+	mi = h >= 0 && s[3] == ':' ? review_digits(s + 4, 2) : -1;
+	sec = mi >= 0 && s[6] == ':' ? review_digits(s + 7, 2) : -1;
 	if (h < 0 || h > 23 || mi < 0 || mi > 59 || sec < 0 || sec > 60)
 		return "not an RFC 3339 time (want HH:MM:SS)";
 	s += 9;
@@ -108,7 +110,7 @@ review_rfc3339(const char *s, int64_t *ms)
 		s++;
 	else if (*s == '+' || *s == '-') {
 		oh = review_digits(s + 1, 2);
-		om = s[3] == ':' ? review_digits(s + 4, 2) : -1;
+		om = oh >= 0 && s[3] == ':' ? review_digits(s + 4, 2) : -1;
 		if (oh < 0 || oh > 23 || om < 0 || om > 59)
 			return "bad time zone offset (want Z or +HH:MM)";
 		off = (oh * 60 + om) * (*s == '-' ? -1 : 1);
@@ -139,7 +141,8 @@ review_time_parse(const char *s, int64_t now_ms, int64_t *ms)
 	int64_t n = 0;
 	size_t i;
 
-	if (isdigit((unsigned char)*p) && strlen(p) < 12) {
+	/* At most 9 digits: weeks of them still fit in milliseconds. */
+	if (isdigit((unsigned char)*p) && strlen(p) <= 10) {
 		while (isdigit((unsigned char)*p))
 			n = n * 10 + (*p++ - '0');
 		if (*p != '\0' && p[1] == '\0') {

@@ -70,13 +70,23 @@ struct review_val {
 	int64_t num;
 };
 
+/*
+ * The index of a key; egressd writes them in table order, so the one
+ * after the previous key is tried first.
+ */
 static int
-review_fast_key(const char *p, size_t len)
+review_fast_key(const char *p, size_t len, int hint)
 {
+	static unsigned char klen[K_COUNT];
 	int k;
 
+	if (klen[0] == 0)
+		for (k = 0; k < K_COUNT; k++)
+			klen[k] = (unsigned char)strlen(review_keys[k]);
+	if (hint < K_COUNT && klen[hint] == len && memcmp(review_keys[hint], p, len) == 0)
+		return hint;
 	for (k = 0; k < K_COUNT; k++)
-		if (strlen(review_keys[k]) == len && memcmp(review_keys[k], p, len) == 0)
+		if (klen[k] == len && memcmp(review_keys[k], p, len) == 0)
 			return k;
 	return -1;
 }
@@ -88,19 +98,18 @@ review_fast_str(const char *line, size_t len, size_t *i)
 	const unsigned char *p = (const unsigned char *)line;
 	size_t j = *i, n;
 
-	while (j < len && p[j] != '"') {
-		if (p[j] == '\\' || p[j] < 0x20)
-			return -1;
-		if (p[j] < 0x80) {
+	for (;;) {
+		/* Plain printable ASCII is nearly all of a line: skip it fast. */
+		while (j < len && p[j] >= 0x20 && p[j] < 0x80 && p[j] != '"' && p[j] != '\\')
 			j++;
-			continue;
-		}
+		if (j == len || p[j] == '\\' || p[j] < 0x20)
+			return -1;
+		if (p[j] == '"')
+			break;
 		if ((n = utf8_len(p + j, len - j)) == 0)
 			return -1;
 		j += n;
 	}
-	if (j == len)
-		return -1;
 	*i = j;
 	return 0;
 }
@@ -159,7 +168,7 @@ review_fast_scan(const char *line, size_t len, struct review_val *vals)
 {
 	size_t i = 1, start;
 	uint32_t seen = 0;
-	int k;
+	int k = -1;
 
 	if (len < 2 || line[0] != '{' || line[len - 1] != '}' || line[1] == '}')
 		return -1;
@@ -173,7 +182,7 @@ review_fast_scan(const char *line, size_t len, struct review_val *vals)
 			for (i++; i < len && line[i] >= 'a' && line[i] <= 'z'; i++)
 				;
 		if (i >= len || line[i] != '"' ||
-		    (k = review_fast_key(line + start, i - start)) < 0)
+		    (k = review_fast_key(line + start, i - start, k + 1)) < 0)
 			return -1;
 		if (seen & (1u << k))
 			return -1;

@@ -262,7 +262,8 @@ review_follow(const char *path, FILE *out, const struct review_opts *o, volatile
 			rc = -1;
 			break;
 		}
-		if (t.regular && !*stop)
+		/* A pipe read blocks; a FIFO opened by name does not (EAGAIN). */
+		if (!*stop)
 			nanosleep(&ts, NULL);
 	}
 	if (t.fd > STDERR_FILENO)

@@ -166,8 +166,8 @@ static const char review_html_script[] =
     "ev.forEach(function(e){var d=document.createElement('div');"
     "d.className='tl-ev '+(e[1]==='-'?'none':e[1]);"
     "d.style.left=(ev.length===1?50:(e[0]-lo)/span*99.5)+'%';"
-    "d.title=[e[7],e[1],e[2],e[3]||'',(e[4]||'')+(e[5]||''),e[6]?'rule '+e[6]:'']"
-    ".join(' ');tl.appendChild(d);});\n"
+    "d.title=[e[7],e[1],e[2],e[3],(e[4]||'')+(e[5]||''),e[6]?'rule '+e[6]:'']"
+    ".filter(Boolean).join(' ');tl.appendChild(d);});\n"
     "tl.setAttribute('data-count',String(ev.length));\n"
     "})();\n";
 

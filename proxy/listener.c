@@ -128,11 +128,12 @@ listener_bind(const char *spec, int allow_non_loopback, char *err, size_t errlen
 
 /*
  * A listener passed down by the launcher: LISTEN_PID must be us, the fds
- * start at 3, and LISTEN_FDNAMES (colon-separated) names them. Without
- * names the first one is the proxy. -1 when there is none.
+ * start at 3, and LISTEN_FDNAMES (colon-separated) names them; nth picks
+ * among several of one name (IPv4 and IPv6). Without names the first one
+ * is the proxy. -1 when there is none.
  */
 int
-listener_inherited(const char *name)
+listener_inherited(const char *name, int nth)
 {
 	const char *pid, *nfds, *names, *p;
 	int n, i, fd, acc;
@@ -149,12 +150,13 @@ listener_inherited(const char *name)
 		if (names != NULL) {
 			if (p == NULL)
 				return -1;
-			if (strncmp(p, name, nlen) != 0 || (p[nlen] != ':' && p[nlen] != '\0')) {
+			if (strncmp(p, name, nlen) != 0 || (p[nlen] != ':' && p[nlen] != '\0') ||
+			    nth-- > 0) {
 				p = strchr(p, ':');
 				p = p ? p + 1 : NULL;
 				continue;
 			}
-		} else if (strcmp(name, "proxy") != 0 || i != 0)
+		} else if (strcmp(name, "proxy") != 0 || i != nth)
 			continue;
 		if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &acc, &len) == -1 || !acc) {
 			log_warnx("inherited fd %d (%s) is not a listening socket", fd, name);

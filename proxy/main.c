@@ -459,19 +459,18 @@ egressd_defaults(struct egressd *e, struct egressd_opts *o)
 }
 
 /*
- * The transparent listeners (strict mode): inherited as "transparent" and
- * "transparent6", or bound from --transparent (up to two, for IPv4 and
- * IPv6: nftables redirects local IPv6 traffic to ::1).
+ * The transparent listeners (strict mode): up to two (IPv4 and IPv6:
+ * nftables redirects local IPv6 traffic to ::1), inherited under the name
+ * "transparent", or bound from --transparent.
  */
 static int
 egressd_listen_transparent(struct egressd *e, struct egressd_opts *o)
 {
-	static const char *const names[2] = {"transparent", "transparent6"};
 	char err[256];
 	int i, fd;
 
 	for (i = 0; i < 2; i++) {
-		if ((fd = listener_inherited(names[i])) < 0 && o->transparent[i] != NULL &&
+		if ((fd = listener_inherited("transparent", i)) < 0 && o->transparent[i] != NULL &&
 		    (fd = listener_bind(o->transparent[i], o->allow_non_loopback, err,
 		                        sizeof err)) == -1) {
 			fprintf(stderr, "egressd: --transparent %s: %s\n", o->transparent[i], err);
@@ -499,7 +498,7 @@ egressd_listen(struct egressd *e, struct egressd_opts *o, char *shown, size_t le
 	char addr[64], err[256];
 	int fd;
 
-	if ((fd = listener_inherited("proxy")) >= 0) {
+	if ((fd = listener_inherited("proxy", 0)) >= 0) {
 		snprintf(shown, len, "inherited fd %d", fd);
 	} else {
 		if (o->proxy != NULL)

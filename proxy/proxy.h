@@ -205,7 +205,7 @@ void listener_free(struct listener *);
 void listener_pause(struct listener *);
 void listener_resume(struct listener *);
 int listener_bind(const char *, int, char *, size_t);
-int listener_inherited(const char *);
+int listener_inherited(const char *, int);
 int listener_is_loopback(int);
 
 /* conn.c */

@@ -12,7 +12,6 @@
 
 #include "resolver.h"
 
-#define ANSWER_TYPE_OPT   41
 #define ANSWER_TYPE_TSIG  250
 #define ANSWER_TYPE_SVCB  64
 #define ANSWER_TYPE_HTTPS 65
@@ -91,7 +90,7 @@ drop:
 /* Copy a section's records that keep() accepts into dst, cloned. */
 static void
 answer_copy_section(ldns_pkt *dst, ldns_pkt_section sec, const ldns_rr_list *src,
-                 int (*keep)(ldns_rr *, void *), void *arg)
+                    int (*keep)(ldns_rr *, void *), void *arg)
 {
 	ldns_rr *rr;
 	size_t i;
@@ -179,7 +178,7 @@ answer_prep_authority(ldns_rr *rr, void *arg)
  */
 int
 answer_prepare(ldns_pkt *pkt, const struct resolver_conf *conf, uint8_t **raw, size_t *len,
-                   uint32_t *ttl)
+               uint32_t *ttl)
 {
 	struct answer_prep mp = {conf, UINT32_MAX, 0, 0};
 	ldns_pkt *n;
@@ -194,9 +193,10 @@ answer_prepare(ldns_pkt *pkt, const struct resolver_conf *conf, uint8_t **raw, s
 	ldns_pkt_set_rcode(n, (uint8_t)rcode);
 	answer_copy_section(n, LDNS_SECTION_QUESTION, ldns_pkt_question(pkt), NULL, NULL);
 	answer_copy_section(n, LDNS_SECTION_ANSWER, ldns_pkt_answer(pkt), answer_prep_answer, &mp);
-	answer_copy_section(n, LDNS_SECTION_AUTHORITY, ldns_pkt_authority(pkt), answer_prep_authority,
-	                 &mp);
-	answer_copy_section(n, LDNS_SECTION_ADDITIONAL, ldns_pkt_additional(pkt), answer_prep_keep, &mp);
+	answer_copy_section(n, LDNS_SECTION_AUTHORITY, ldns_pkt_authority(pkt),
+	                    answer_prep_authority, &mp);
+	answer_copy_section(n, LDNS_SECTION_ADDITIONAL, ldns_pkt_additional(pkt), answer_prep_keep,
+	                    &mp);
 	st = ldns_pkt2wire(raw, n, len);
 	ldns_pkt_free(n);
 	if (st != LDNS_STATUS_OK)
@@ -334,7 +334,7 @@ answer_served_block(struct answer_served *s, const struct decision *d)
  */
 int
 answer_served_build(const uint8_t *raw, size_t raw_len, const struct policy *p,
-                 const struct decision *qd, struct answer_served *s)
+                    const struct decision *qd, struct answer_served *s)
 {
 	struct answer_guard g = {p, qd, 0, 0, {0}};
 	struct decision d;
@@ -356,7 +356,8 @@ answer_served_build(const uint8_t *raw, size_t raw_len, const struct policy *p,
 		answer_served_block(s, &d);
 		blocked = 1;
 	} else {
-		answer_copy_section(n, LDNS_SECTION_ANSWER, ldns_pkt_answer(pkt), answer_guard_keep, &g);
+		answer_copy_section(n, LDNS_SECTION_ANSWER, ldns_pkt_answer(pkt), answer_guard_keep,
+		                    &g);
 		if (g.dropped > 0 && g.kept == 0) {
 			d = *qd;
 			policy_check_addr(p, &g.first_dropped, &d);
@@ -367,7 +368,7 @@ answer_served_build(const uint8_t *raw, size_t raw_len, const struct policy *p,
 	if (!blocked) {
 		answer_copy_section(n, LDNS_SECTION_AUTHORITY, ldns_pkt_authority(pkt), NULL, NULL);
 		answer_copy_section(n, LDNS_SECTION_ADDITIONAL, ldns_pkt_additional(pkt),
-		                 answer_guard_keep, &g);
+		                    answer_guard_keep, &g);
 		if (g.dropped > 0) {
 			s->ede = MSG_EDE_BLOCKED;
 			snprintf(s->ede_text, sizeof s->ede_text,
@@ -404,7 +405,7 @@ answer_served_free(struct answer_served *s)
  */
 int
 answer_addrs(const uint8_t *raw, size_t raw_len, const struct policy *p, struct addr *addrs,
-          size_t max, size_t *n, struct decision *d)
+             size_t max, size_t *n, struct decision *d)
 {
 	const ldns_rr_list *an;
 	const ldns_rr *rr;
@@ -430,7 +431,8 @@ answer_addrs(const uint8_t *raw, size_t raw_len, const struct policy *p, struct 
 		for (i = 0; i < ldns_rr_list_rr_count(an); i++) {
 			rr = ldns_rr_list_rr(an, i);
 			if (ldns_rr_get_type(rr) == LDNS_RR_TYPE_CNAME &&
-			    ldns_rr_rd_count(rr) == 1 && ldns_dname_compare(ldns_rr_owner(rr), cur) == 0) {
+			    ldns_rr_rd_count(rr) == 1 &&
+			    ldns_dname_compare(ldns_rr_owner(rr), cur) == 0) {
 				cur = ldns_rr_rdf(rr, 0);
 				moved = 1;
 				break;
@@ -446,4 +448,3 @@ answer_addrs(const uint8_t *raw, size_t raw_len, const struct policy *p, struct 
 	ldns_pkt_free(pkt);
 	return RESOLVER_OK;
 }
-

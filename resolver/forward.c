@@ -18,7 +18,7 @@
 
 #include "resolver.h"
 
-#define FWD_BUCKETS 1024 /* a power of two */
+#define FWD_BUCKETS    1024 /* a power of two */
 #define FWD_RECV_BURST 8
 
 struct fwd_query {
@@ -45,6 +45,7 @@ struct forward {
 	struct resolver_conf conf;
 	struct fwd_query *buckets[FWD_BUCKETS];
 	size_t npending;
+	size_t nwaiters; /* over all questions: each holds a client's query */
 	unsigned pref; /* the upstream that answered last */
 	uint64_t seed;
 	uint8_t rnd[256];
@@ -226,8 +227,7 @@ fwd_tcp(struct fwd_query *fq)
 	bufferevent_write(fq->tcp, lenb, 2);
 	bufferevent_write(fq->tcp, fq->query, fq->query_len);
 	bufferevent_enable(fq->tcp, EV_READ);
-	if (bufferevent_socket_connect(fq->tcp,
-	                               (struct sockaddr *)&fw->conf.upstream[fq->upstream],
+	if (bufferevent_socket_connect(fq->tcp, (struct sockaddr *)&fw->conf.upstream[fq->upstream],
 	                               (int)fw->conf.upstream_len[fq->upstream]) == -1)
 		fwd_next(fq, "TCP connect failed");
 }
@@ -315,8 +315,8 @@ fwd_try(struct fwd_query *fq)
 		left = 0;
 	tv.tv_sec = (time_t)(left / 1000);
 	tv.tv_usec = (suseconds_t)(left % 1000) * 1000;
-	fq->ev = event_new(fw->base, fq->fd, fq->fd == -1 ? 0 : EV_READ | EV_PERSIST, fwd_read_cb,
-	                   fq);
+	fq->ev =
+	    event_new(fw->base, fq->fd, fq->fd == -1 ? 0 : EV_READ | EV_PERSIST, fwd_read_cb, fq);
 	event_add(fq->ev, &tv);
 }
 
@@ -330,6 +330,9 @@ forward_join(struct forward *fw, const uint8_t *key, size_t key_len, struct reso
 	uint64_t h = fwd_hash(fw, key, key_len);
 	struct fwd_query *fq, **bucket = &fw->buckets[h & (FWD_BUCKETS - 1)];
 
+	/* Identical queries cost no upstream traffic, but each holds memory. */
+	if (fw->nwaiters >= fw->conf.max_waiters)
+		return -1;
 	for (fq = *bucket; fq != NULL; fq = fq->next)
 		if (fq->hash == h && fq->key_len == key_len && memcmp(fq->key, key, key_len) == 0)
 			break;
@@ -353,6 +356,7 @@ forward_join(struct forward *fw, const uint8_t *key, size_t key_len, struct reso
 	}
 	TAILQ_INSERT_TAIL(&fq->waiters, w, entry);
 	w->fq = fq;
+	fw->nwaiters++;
 	return 0;
 }
 
@@ -363,6 +367,7 @@ forward_detach(struct resolver_waiter *w)
 	if (w->fq == NULL)
 		return;
 	TAILQ_REMOVE(&w->fq->waiters, w, entry);
+	w->fq->fw->nwaiters--;
 	w->fq = NULL;
 }
 

@@ -49,8 +49,7 @@ struct listen {
 
 /* Split "host[:port]" or "[v6]:port" (or a bare v6) into an address. */
 const char *
-listen_parse_addr(const char *spec, uint16_t defport, struct sockaddr_storage *ss,
-                  socklen_t *len)
+listen_parse_addr(const char *spec, uint16_t defport, struct sockaddr_storage *ss, socklen_t *len)
 {
 	struct sockaddr_in *sin = (struct sockaddr_in *)ss;
 	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
@@ -174,7 +173,8 @@ listen_bind(const char *spec, int *udp, int *tcp, char *err, size_t errlen)
 			socklen_t glen = sizeof got;
 
 			getsockname(*udp, (struct sockaddr *)&got, &glen);
-			((struct sockaddr_in *)&ss)->sin_port = ((struct sockaddr_in *)&got)->sin_port;
+			((struct sockaddr_in *)&ss)->sin_port =
+			    ((struct sockaddr_in *)&got)->sin_port;
 			if ((*tcp = listen_socket(&ss, len, SOCK_STREAM)) != -1)
 				return 0;
 			close(*udp);
@@ -293,8 +293,7 @@ listen_tcp_free(struct listen_tcp *t)
 static int
 listen_tcp_maybe_close(struct listen_tcp *t)
 {
-	if (!t->eof || t->inflight > 0 ||
-	    evbuffer_get_length(bufferevent_get_output(t->bev)) > 0)
+	if (!t->eof || t->inflight > 0 || evbuffer_get_length(bufferevent_get_output(t->bev)) > 0)
 		return 0;
 	listen_tcp_free(t);
 	return 1;

@@ -14,6 +14,7 @@
 
 #define MSG_HDR          12
 #define MSG_TYPE_OPT     41
+#define MSG_TYPE_TSIG    250
 #define MSG_EDE_TEXT_MAX 150
 
 static uint16_t
@@ -246,8 +247,8 @@ msg_put_opt(uint8_t *out, size_t cap, unsigned rcode, int ede, const char *text)
  * Returns its length, 0 if cap is too small.
  */
 size_t
-msg_reply_simple(const struct msg_query *q, unsigned rcode, int ede, const char *text,
-                 uint8_t *out, size_t cap)
+msg_reply_simple(const struct msg_query *q, unsigned rcode, int ede, const char *text, uint8_t *out,
+                 size_t cap)
 {
 	size_t len = MSG_HDR, n;
 
@@ -418,10 +419,10 @@ msg_type_name(uint16_t t, char *buf, size_t len)
 		uint16_t t;
 		const char *name;
 	} names[] = {
-	    {1, "A"},       {2, "NS"},     {5, "CNAME"}, {6, "SOA"},    {12, "PTR"},
-	    {15, "MX"},     {16, "TXT"},   {28, "AAAA"}, {33, "SRV"},   {35, "NAPTR"},
-	    {39, "DNAME"},  {43, "DS"},    {46, "RRSIG"}, {48, "DNSKEY"}, {52, "TLSA"},
-	    {64, "SVCB"},   {65, "HTTPS"}, {99, "SPF"},  {255, "ANY"},  {257, "CAA"},
+	    {1, "A"},      {2, "NS"},     {5, "CNAME"},  {6, "SOA"},     {12, "PTR"},
+	    {15, "MX"},    {16, "TXT"},   {28, "AAAA"},  {33, "SRV"},    {35, "NAPTR"},
+	    {39, "DNAME"}, {43, "DS"},    {46, "RRSIG"}, {48, "DNSKEY"}, {52, "TLSA"},
+	    {64, "SVCB"},  {65, "HTTPS"}, {99, "SPF"},   {255, "ANY"},   {257, "CAA"},
 	};
 	size_t i;
 

@@ -40,6 +40,7 @@ resolver_conf_init(struct resolver_conf *c)
 	c->tcp_idle_secs = 10;
 	c->max_tcp_conns = 256;
 	c->max_pending = 2048;
+	c->max_waiters = 32768;
 	c->cache_entries = 100000;
 	c->cache_bytes = 64 * 1024 * 1024;
 	c->max_ttl = 86400;
@@ -77,7 +78,8 @@ resolver_conf_resolv(struct resolver_conf *c, const char *path)
 			continue;
 		if (strchr(addr, '%') != NULL) /* a link-local scope: not for us */
 			continue;
-		if (resolver_conf_add_upstream(c, addr) != NULL && c->nupstream >= RESOLVER_MAX_UPSTREAMS)
+		if (resolver_conf_add_upstream(c, addr) != NULL &&
+		    c->nupstream >= RESOLVER_MAX_UPSTREAMS)
 			break;
 	}
 	fclose(f);
@@ -192,8 +194,7 @@ resolver_audit(struct resolver *r, const struct msg_query *q, const struct resol
 /* Answer q ourselves: rcode, an Extended DNS Error when ede >= 0. */
 static void
 resolver_reply_simple(struct resolver *r, const struct msg_query *q,
-                      const struct resolver_client *c, unsigned rcode, int ede,
-                      const char *text)
+                      const struct resolver_client *c, unsigned rcode, int ede, const char *text)
 {
 	size_t len;
 
@@ -313,8 +314,8 @@ resolver_lookup_half(struct resolver_lookup *lk, int half, struct cache_entry *e
 	if (e == NULL)
 		rc = RESOLVER_E_FAIL;
 	else
-		rc = answer_addrs(e->raw, e->raw_len, lk->policy, lk->addrs[half], RESOLVER_MAX_ADDRS,
-		               &lk->naddrs[half], &d);
+		rc = answer_addrs(e->raw, e->raw_len, lk->policy, lk->addrs[half],
+		                  RESOLVER_MAX_ADDRS, &lk->naddrs[half], &d);
 	lk->err[half] = rc;
 	if (rc == RESOLVER_E_BLOCKED && !lk->blocked) {
 		lk->blocked = 1;

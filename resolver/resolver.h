@@ -35,6 +35,7 @@ struct resolver_conf {
 	unsigned tcp_idle_secs; /* a client TCP connection with nothing in flight */
 	unsigned max_tcp_conns; /* client TCP connections at once */
 	unsigned max_pending;   /* questions in flight upstream */
+	unsigned max_waiters;   /* queries waiting for them, all questions together */
 	size_t cache_entries;   /* answers kept */
 	size_t cache_bytes;     /* and the bytes they may take */
 	uint32_t max_ttl;       /* seconds a positive answer is kept at most */
@@ -80,14 +81,14 @@ const char *resolver_strerror(int);
  */
 
 /* msg.c */
-#define MSG_NAME_MAX  255 /* a name in wire form */
-#define MSG_KEY_MAX   (MSG_NAME_MAX + 4)
-#define MSG_UDP_SIZE  1232 /* the EDNS size advertised, both ways */
-#define MSG_UDP_PLAIN 512  /* what a client without EDNS can take */
-#define MSG_MAX       65535
-#define MSG_EDE_BLOCKED  15 /* RFC 8914 */
-#define MSG_EDE_NETWORK  23
-#define MSG_EDE_NO_REACH 22
+#define MSG_NAME_MAX      255 /* a name in wire form */
+#define MSG_KEY_MAX       (MSG_NAME_MAX + 4)
+#define MSG_UDP_SIZE      1232 /* the EDNS size advertised, both ways */
+#define MSG_UDP_PLAIN     512  /* what a client without EDNS can take */
+#define MSG_MAX           65535
+#define MSG_EDE_BLOCKED   15 /* RFC 8914 */
+#define MSG_EDE_NETWORK   23
+#define MSG_EDE_NO_REACH  22
 #define MSG_RCODE_BADVERS 16
 
 enum msg_rcode {
@@ -173,13 +174,13 @@ void cache_free(struct cache *);
 void cache_clear(struct cache *);
 size_t cache_count(const struct cache *);
 struct cache_entry *cache_get(struct cache *, const uint8_t *, size_t, uint64_t);
-struct cache_entry *cache_put(struct cache *, const uint8_t *, size_t, uint8_t *, size_t,
-                              uint32_t, uint64_t);
+struct cache_entry *cache_put(struct cache *, const uint8_t *, size_t, uint8_t *, size_t, uint32_t,
+                              uint64_t);
 struct cache_entry *cache_entry_new(const uint8_t *, size_t, uint8_t *, size_t, uint64_t);
 void cache_entry_free(struct cache_entry *);
 uint64_t cache_hash(const struct cache *, const uint8_t *, size_t);
 const struct answer_served *cache_served(struct cache *, struct cache_entry *, uint64_t,
-                                      const struct policy *, const struct decision *);
+                                         const struct policy *, const struct decision *);
 
 /* listen.c */
 struct listen_tcp;
@@ -210,7 +211,7 @@ enum resolver_wkind {
 	RESOLVER_W_LOOKUP, /* half of a proxy lookup */
 };
 struct resolver_waiter {
-	TAILQ_ENTRY(resolver_waiter) entry; /* on its upstream question */
+	TAILQ_ENTRY(resolver_waiter) entry;    /* on its upstream question */
 	TAILQ_ENTRY(resolver_waiter) cl_entry; /* on its TCP connection */
 	struct fwd_query *fq;
 	enum resolver_wkind kind;

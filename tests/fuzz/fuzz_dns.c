@@ -80,7 +80,7 @@ fuzz_dns_answer(const struct msg_query *q, const struct decision *d, const uint8
 			answer_served_free(&s);
 		}
 		(void)answer_addrs(raw, raw_len, fuzz_dns_policy(), addrs, RESOLVER_MAX_ADDRS, &n,
-		                &bd);
+		                   &bd);
 		if (n > RESOLVER_MAX_ADDRS)
 			abort();
 		free(raw);

@@ -4,11 +4,11 @@
 # blocked exact and wildcard names and CNAME chains into them answered
 # NXDOMAIN with an Extended DNS Error; private answers for public names
 # dropped unless an exact allowlist entry lifts the guard; the built-in
-# DNS-over-HTTPS list; ECH removed from
-# HTTPS records; TTL caching, expiry and negative caching; coalescing of
-# identical concurrent questions; truncation and the client's TCP retry;
-# malformed queries answered FORMERR while the daemon keeps serving; the
-# dns audit events; strict and off modes.
+# DNS-over-HTTPS list; ECH removed from HTTPS records; TTL caching, expiry
+# and negative caching; coalescing of identical concurrent questions;
+# truncation and the client's TCP retry; pipelined TCP queries; malformed
+# queries answered FORMERR while the daemon keeps serving; the dns audit
+# events; strict and off modes.
 
 . "$SRC_DIR/tests/integration/dns/lib.sh"
 
@@ -106,6 +106,32 @@ dq big.example.test TXT
 expect_contains "$OUT" "(TCP)" "dig retried over TCP after TC"
 expect_eq "$(printf '%s\n' "$OUT" | awk '$4 == "TXT"' | wc -l)" 1 "TXT answer complete over TCP"
 
+# --- TCP: pipelined queries in one segment, each answered (in any order) ---
+python3 - "$DNS_PORT" >"$T/pipelined" <<'EOF'
+import socket, struct, sys
+def query(qid, name):
+    q = struct.pack(">HHHHHH", qid, 0x0100, 1, 0, 0, 0)
+    q += b"".join(bytes([len(l)]) + l.encode() for l in name.split(".")) + b"\0\0\1\0\1"
+    return struct.pack(">H", len(q)) + q
+names = ["www.example.test", "blocked.example.test", "pipe1.example.test",
+         "alias.example.test", "slow.example.test"]
+t = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+t.settimeout(8)
+t.sendall(b"".join(query(100 + i, n) for i, n in enumerate(names)))
+buf, got = b"", {}
+while len(got) < len(names):
+    data = t.recv(65535)
+    if not data:
+        break
+    buf += data
+    while len(buf) >= 2 and len(buf) >= 2 + struct.unpack(">H", buf[:2])[0]:
+        n = struct.unpack(">H", buf[:2])[0]
+        msg, buf = buf[2:2 + n], buf[2 + n:]
+        got[struct.unpack(">H", msg[:2])[0]] = msg[3] & 15
+print(" ".join("%d:%d" % (k, got[k]) for k in sorted(got)))
+EOF
+expect_eq "$(cat "$T/pipelined")" "100:0 101:3 102:3 103:0 104:0" "TCP: five pipelined queries answered"
+
 # --- malformed queries: FORMERR or silence, and the daemon serves on ---
 python3 - "$DNS_PORT" >"$T/malformed" <<'EOF'
 import socket, sys
@@ -140,6 +166,8 @@ expect_eq "$(cat "$T/malformed")" "1 1 1 1 1 - 1" "malformed queries: FORMERR, s
 dq www.example.test A
 expect_eq "$(dq_answers A)" 198.18.0.10 "still serving after malformed queries"
 kill -0 "$EG_PID" 2>/dev/null && ok || bad "egressd died"
+stop_egressd
+expect_eq "$EXIT_RC" 0 "egressd exits 0 on SIGTERM (and clean under the sanitizers)"
 
 # --- strict mode: only allowlisted names; off mode: nothing ---
 S="$T/strict.yaml"

@@ -87,15 +87,16 @@ lib_cleanup() {
 trap lib_cleanup EXIT
 
 # Throwaway system users (no home, no shell): uids for egressd and the payload.
-lib_user() { # lib_user NAME -> prints the uid
+# (Registered for removal here, not in a subshell, so the trap sees them.)
+lib_user() { # lib_user NAME
 	useradd --system --no-create-home --shell /usr/sbin/nologin "$1" >/dev/null 2>&1 || return 1
 	LIB_USERS="$LIB_USERS $1"
-	id -u "$1"
 }
 EG_USER="egt$ID"
 BOX_USER="ebt$ID"
-EG_UID=$(lib_user "$EG_USER") || skip "cannot create test users (useradd)"
-BOX_UID=$(lib_user "$BOX_USER") || skip "cannot create test users (useradd)"
+lib_user "$EG_USER" && lib_user "$BOX_USER" || skip "cannot create test users (useradd)"
+EG_UID=$(id -u "$EG_USER")
+BOX_UID=$(id -u "$BOX_USER")
 
 in_box() { ip netns exec "$NS_BOX" "$@"; }
 in_inet() { ip netns exec "$NS_INET" "$@"; }

@@ -28,7 +28,8 @@ r direct6 "$(curl -s --noproxy '*' --max-time 4 'http://[2001:2::1]/' || echo fa
 r transparent "$(curl -s --noproxy '*' --max-time 6 --resolve allowed.test:80:198.18.0.1 http://allowed.test/ || echo fail)"
 r transparent_blocked "$(curl -s --noproxy '*' --max-time 6 -o /dev/null -w '%{http_code}' --resolve blocked.test:80:198.18.0.1 http://blocked.test/)"
 r getent "$(getent ahostsv4 allowed.test | awk 'NR==1 {print $1}')"
-r name_noproxy "$(curl -s --noproxy '*' --max-time 8 http://allowed.test/ || echo fail)"
+r name_noproxy "$(curl -4 -s --noproxy '*' --max-time 8 http://allowed.test/ || echo fail)"
+r transparent6 "$(curl -s --noproxy '*' --max-time 6 --resolve 'allowed.test:80:[2001:2::1]' http://allowed.test/ || echo fail)"
 r udp "$(python3 -c '
 import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(2)
 try:
@@ -108,6 +109,8 @@ expect_contains "$AUDIT" '"host":"blocked.test"' "the blocked request is audited
 if egressd_has --transparent; then
 	expect_eq "$(get transparent)" "internet-origin" "allowed host without proxy variables (transparent)"
 	expect_eq "$(get transparent_blocked)" 403 "blocked host without proxy variables (transparent)"
+	# Redirected IPv6 arrives at [::1]: egressd must serve every fd named "transparent".
+	expect_eq "$(get transparent6)" "internet-origin" "allowed host over IPv6 without proxy variables"
 	expect_contains "$AUDIT" '"host":"198.18.0.1"' "direct-address attempt audited"
 else
 	pending "transparent listener" "allowed host reachable with proxy variables unset"

@@ -266,9 +266,9 @@ test_msg_prepare_ttl(void **state)
 static void
 test_msg_prepare_ech(void **state)
 {
-	static const char *const an[] = {
-	    "ech.example.test. 60 IN HTTPS \\# 26 0001000001000302683200040004c612001400050004deadbeef",
-	    NULL};
+	static const char *const an[] = {"ech.example.test. 60 IN HTTPS \\# 26 "
+	                                 "0001000001000302683200040004c612001400050004deadbeef",
+	                                 NULL};
 	static const char *const mand[] = {
 	    "ech.example.test. 60 IN HTTPS \\# 17 00010000000002000500050004deadbeef", NULL};
 	static const uint8_t want[] = {0x00, 0x01, 0x00, 0x00, 0x01, 0x00, 0x03, 0x02, 'h', '2'};
@@ -315,17 +315,30 @@ struct serve_case {
 static const struct serve_case serve_cases[] = {
     {"www.example.test.", {"www.example.test. 60 IN A 198.18.0.1"}, 0, NULL, 1},
     {"cloak.example.test.",
-     {"cloak.example.test. 60 IN CNAME t.ads.example.test.", "t.ads.example.test. 60 IN A 198.18.0.1"},
-     3, "*.ads.example.test", 0},
+     {"cloak.example.test. 60 IN CNAME t.ads.example.test.",
+      "t.ads.example.test. 60 IN A 198.18.0.1"},
+     3,
+     "*.ads.example.test",
+     0},
     {"deep.example.test.",
-     {"deep.example.test. 60 IN CNAME x.example.test.", "x.example.test. 60 IN CNAME blocked.example.test.",
+     {"deep.example.test. 60 IN CNAME x.example.test.",
+      "x.example.test. 60 IN CNAME blocked.example.test.",
       "blocked.example.test. 60 IN A 198.18.0.1"},
-     3, "blocked.example.test", 0},
+     3,
+     "blocked.example.test",
+     0},
     {"rebind.example.test.", {"rebind.example.test. 60 IN A 127.0.0.1"}, 3, "private-address", 0},
-    {"rebind6.example.test.", {"rebind6.example.test. 60 IN AAAA fd00::1"}, 3, "private-address", 0},
+    {"rebind6.example.test.",
+     {"rebind6.example.test. 60 IN AAAA fd00::1"},
+     3,
+     "private-address",
+     0},
     {"meta.example.test.", {"meta.example.test. 60 IN A 169.254.169.254"}, 3, "private-address", 0},
     {"mixed.example.test.",
-     {"mixed.example.test. 60 IN A 10.0.0.1", "mixed.example.test. 60 IN A 198.18.0.9"}, 0, NULL, 1},
+     {"mixed.example.test. 60 IN A 10.0.0.1", "mixed.example.test. 60 IN A 198.18.0.9"},
+     0,
+     NULL,
+     1},
     {"trusted.example.test.", {"trusted.example.test. 60 IN A 10.1.1.1"}, 0, NULL, 1},
     /* A wildcard allowlist entry does not lift the guard (DESIGN §5). */
     {"a.wild.example.test.", {"a.wild.example.test. 60 IN A 10.1.1.1"}, 3, "private-address", 0},
@@ -359,8 +372,8 @@ test_msg_served(void **state)
 		if (c->rule == NULL)
 			assert_null(s.verdict);
 		else if (s.verdict == NULL || strcmp(s.verdict->rule, c->rule) != 0)
-			fail_msg("%s: rule %s, want %s", c->qname, s.verdict ? s.verdict->rule : "-",
-			         c->rule);
+			fail_msg("%s: rule %s, want %s", c->qname,
+			         s.verdict ? s.verdict->rule : "-", c->rule);
 		assert_int_equal(ldns_wire2pkt(&got, s.wire, s.len), LDNS_STATUS_OK);
 		for (k = 0, len = 0; k < ldns_pkt_ancount(got); k++)
 			len += ldns_rr_get_type(ldns_rr_list_rr(ldns_pkt_answer(got), k)) ==
@@ -501,10 +514,10 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_msg_parse_table),   cmocka_unit_test(test_msg_parse_fields),
-	    cmocka_unit_test(test_msg_reply_simple),  cmocka_unit_test(test_msg_prepare_ttl),
-	    cmocka_unit_test(test_msg_prepare_ech),   cmocka_unit_test(test_msg_served),
-	    cmocka_unit_test(test_msg_reply_served),  cmocka_unit_test(test_answer_addrs),
+	    cmocka_unit_test(test_msg_parse_table),  cmocka_unit_test(test_msg_parse_fields),
+	    cmocka_unit_test(test_msg_reply_simple), cmocka_unit_test(test_msg_prepare_ttl),
+	    cmocka_unit_test(test_msg_prepare_ech),  cmocka_unit_test(test_msg_served),
+	    cmocka_unit_test(test_msg_reply_served), cmocka_unit_test(test_answer_addrs),
 	    cmocka_unit_test(test_msg_check_answer),
 	};
 

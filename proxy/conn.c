@@ -129,8 +129,8 @@ conn_audit(struct conn *c)
 	ev.port = c->x->port ? c->x->port : -1;
 	ev.scheme = is_connect ? NULL : (c->flags & CONN_F_TLS) ? "https" : "http";
 	ev.tls = c->x->tls;
-	if (is_connect && c->sni[0] != '\0')
-		ev.sni = c->sni;
+	if (is_connect && c->dest != NULL && c->dest->sni[0] != '\0')
+		ev.sni = c->dest->sni;
 	if (c->upstream != NULL) {
 		addr_format(&c->upstream->addr, addr, sizeof addr);
 		ev.addr = addr;
@@ -153,6 +153,7 @@ conn_free_cb(evutil_socket_t fd, short what, void *arg)
 	struct conn *c = arg;
 
 	policy_unref(c->policy);
+	free(c->dest);
 	free(c);
 }
 
@@ -400,9 +401,9 @@ conn_audit_tls(struct conn *c, const char *rule, const char *reason, const char 
 	ev.reason = reason;
 	ev.mode = conn_mode(c);
 	ev.client = c->client_addr;
-	ev.host = c->ihost.name;
-	ev.port = c->iport;
-	ev.sni = c->sni[0] ? c->sni : NULL;
+	ev.host = c->dest->host.name;
+	ev.port = c->dest->port;
+	ev.sni = c->dest->sni[0] ? c->dest->sni : NULL;
 	ev.tls = "intercept";
 	ev.error = error;
 	ev.hint = hint;
@@ -469,8 +470,10 @@ conn_intercept(struct conn *c)
 		conn_error(c, 400, "Bad Request", "bytes sent before the tunnel was established");
 		return;
 	}
-	c->ihost = c->x->host;
-	c->iport = c->x->port;
+	if (c->dest == NULL)
+		c->dest = xcalloc(1, sizeof *c->dest);
+	c->dest->host = c->x->host;
+	c->dest->port = c->x->port;
 	c->x->status = 200;
 	c->x->tls = "intercept";
 	if (!(c->flags & CONN_F_TRANSPARENT))
@@ -590,7 +593,8 @@ conn_host_matches(const struct conn *c, const char *hv)
 	}
 	if (host_parse(hv, (size_t)(end - hv), &h) != NULL)
 		return 0;
-	return h.kind == c->ihost.kind && strcmp(h.name, c->ihost.name) == 0 && port == c->iport;
+	return h.kind == c->dest->host.kind && strcmp(h.name, c->dest->host.name) == 0 &&
+	       port == c->dest->port;
 }
 
 /*
@@ -605,8 +609,8 @@ conn_request_inside(struct conn *c)
 	const struct http_target *u = &c->x->req.uri;
 	const char *hv = http_msg_header(&c->x->req, "Host");
 
-	c->x->host = c->ihost;
-	c->x->port = c->iport;
+	c->x->host = c->dest->host;
+	c->x->port = c->dest->port;
 	if (strcmp(c->x->req.method, "CONNECT") == 0 ||
 	    (u->form != HTTP_TARGET_ORIGIN && u->form != HTTP_TARGET_ABSOLUTE)) {
 		conn_error(c, 400, "Bad Request", "expected an origin-form request inside TLS");
@@ -646,10 +650,10 @@ conn_request_redirected(struct conn *c)
 	}
 	if (u->form == HTTP_TARGET_ABSOLUTE)
 		hv = u->authority;
-	c->x->port = c->iport;
+	c->x->port = c->dest->port;
 	if (hv == NULL || *hv == '\0') {
-		c->x->host = c->ihost;
-		c->x->authority = c->ihost.name;
+		c->x->host = c->dest->host;
+		c->x->authority = c->dest->host.name;
 	} else {
 		if (*hv == '[')
 			end = strchr(hv, ']') ? strchr(hv, ']') + 1 : hv + strlen(hv);

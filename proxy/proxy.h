@@ -246,6 +246,17 @@ struct conn_side {
 	int rd_on;
 };
 
+/*
+ * Where an intercepted connection goes (the CONNECT host and port), or,
+ * on the transparent listener, where the client dialled until SNI or
+ * Host names it; kept apart so a plain connection does not carry it.
+ */
+struct conn_dest {
+	struct host host;
+	uint16_t port;
+	char sni[256]; /* the server name the client sent, if any */
+};
+
 /* One request and its response, from the first byte of the head on. */
 struct exchange {
 	struct http_msg req;
@@ -296,10 +307,7 @@ struct conn {
 	struct event *peek;       /* transparent: the first bytes are readable */
 	struct event *peek_retry; /* transparent: look again for the rest of a ClientHello */
 	char client_addr[64];
-	struct host
-	    ihost; /* intercepted: the CONNECT host and port; transparent: the original destination */
-	uint16_t iport;
-	char sni[256];
+	struct conn_dest *dest; /* intercepted or transparent connections only */
 
 	struct exchange *x; /* the exchange in progress; NULL between requests */
 };

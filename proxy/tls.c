@@ -66,9 +66,9 @@ tls_servername_cb(SSL *ssl, int *al, void *arg)
 
 	if (c == NULL || sni == NULL)
 		return SSL_TLSEXT_ERR_NOACK;
-	snprintf(c->sni, sizeof c->sni, "%s", sni);
-	if (host_parse(sni, strlen(sni), &h) != NULL || h.kind != c->ihost.kind ||
-	    strcmp(h.name, c->ihost.name) != 0) {
+	snprintf(c->dest->sni, sizeof c->dest->sni, "%s", sni);
+	if (host_parse(sni, strlen(sni), &h) != NULL || h.kind != c->dest->host.kind ||
+	    strcmp(h.name, c->dest->host.name) != 0) {
 		c->flags |= CONN_F_SNI_MISMATCH;
 		*al = SSL_AD_UNRECOGNIZED_NAME;
 		return SSL_TLSEXT_ERR_ALERT_FATAL;
@@ -328,7 +328,8 @@ tls_accept(struct tls *t, struct event_base *base, struct conn *c, struct buffer
 	SSL *ssl;
 	int fd = bufferevent_getfd(plain);
 
-	if ((leaf = ca_cache_get(t->leaves, c->ihost.name, c->ihost.kind == HOST_ADDR)) == NULL)
+	if ((leaf = ca_cache_get(t->leaves, c->dest->host.name, c->dest->host.kind == HOST_ADDR)) ==
+	    NULL)
 		return NULL;
 	if ((ssl = SSL_new(t->server)) == NULL) {
 		X509_free(leaf);

@@ -105,9 +105,9 @@ transparent_audit_tls(struct conn *c, const char *reason, const char *error)
 	ev.reason = reason;
 	ev.mode = config_mode_name(policy_mode(c->policy));
 	ev.client = c->client_addr;
-	ev.host = c->ihost.name;
-	ev.port = c->iport;
-	ev.sni = c->sni[0] ? c->sni : NULL;
+	ev.host = c->dest->host.name;
+	ev.port = c->dest->port;
+	ev.sni = c->dest->sni[0] ? c->dest->sni : NULL;
 	ev.error = error;
 	audit_write(c->e->audit, &ev);
 }
@@ -119,7 +119,7 @@ transparent_classify(struct conn *c, const unsigned char *b, size_t n)
 	const char *err;
 	struct host h;
 
-	switch (sni_parse(b, n, c->sni, sizeof c->sni, &err)) {
+	switch (sni_parse(b, n, c->dest->sni, sizeof c->dest->sni, &err)) {
 	case SNI_MORE:
 		if (n >= TRANSPARENT_PEEK_MAX) {
 			transparent_audit_tls(c, "ClientHello too large", "ClientHello too large");
@@ -128,17 +128,18 @@ transparent_classify(struct conn *c, const unsigned char *b, size_t n)
 		}
 		return 1;
 	case SNI_FOUND:
-		if ((err = host_parse(c->sni, strlen(c->sni), &h)) != NULL || h.kind != HOST_NAME) {
+		if ((err = host_parse(c->dest->sni, strlen(c->dest->sni), &h)) != NULL ||
+		    h.kind != HOST_NAME) {
 			transparent_audit_tls(c, "the TLS server name is not a host name",
 			                      err ? err : "an address as server name");
 			conn_close(c, "bad server name");
 			return 0;
 		}
-		conn_transparent(c, &h, c->iport, NULL);
+		conn_transparent(c, &h, c->dest->port, NULL);
 		return 0;
 	case SNI_ABSENT:
 		/* No name: the original address is all there is to decide by. */
-		conn_transparent(c, &c->ihost, c->iport, NULL);
+		conn_transparent(c, &c->dest->host, c->dest->port, NULL);
 		return 0;
 	case SNI_ERROR:
 		transparent_audit_tls(c, "malformed ClientHello", err);
@@ -154,7 +155,7 @@ transparent_classify(struct conn *c, const unsigned char *b, size_t n)
 		conn_start(c);
 		return 0;
 	}
-	conn_transparent(c, &c->ihost, c->iport, "tcp");
+	conn_transparent(c, &c->dest->host, c->dest->port, "tcp");
 	return 0;
 }
 
@@ -202,7 +203,8 @@ transparent_accept(struct egressd *e, int fd, const struct sockaddr *sa)
 	if ((c = conn_new(e, fd, sa)) == NULL)
 		return;
 	c->flags |= CONN_F_TRANSPARENT;
-	if (transparent_original_dst(fd, &c->ihost, &c->iport) == -1) {
+	c->dest = xcalloc(1, sizeof *c->dest);
+	if (transparent_original_dst(fd, &c->dest->host, &c->dest->port) == -1) {
 		log_warnx("conn %llu: transparent listener: %s from %s: %s",
 		          (unsigned long long)c->id,
 		          errno == ELOOP ? "a connection that was not redirected"

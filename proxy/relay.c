@@ -352,7 +352,7 @@ relay_pump(struct conn *c)
  * from an event of its own, and leaves the bufferevent writing. TLS sides
  * keep their bufferevent's reading, which OpenSSL needs.
  */
-#define SIDE_READ_MAX (64 * 1024)
+#define SIDE_READ_MAX 16384 /* as a socket bufferevent reads at most */
 
 void
 side_attach(struct conn_side *s, struct event_base *base, event_callback_fn cb)

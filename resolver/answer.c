@@ -87,6 +87,24 @@ drop:
 	return -1;
 }
 
+/*
+ * A message to wire format in a buffer of its own size: ldns hands back
+ * its 64 KiB work buffer, which would make every cached answer that large.
+ */
+static int
+answer_to_wire(const ldns_pkt *pkt, uint8_t **wire, size_t *len)
+{
+	uint8_t *big;
+
+	*wire = NULL;
+	if (ldns_pkt2wire(&big, pkt, len) != LDNS_STATUS_OK)
+		return -1;
+	*wire = xmalloc(*len > 0 ? *len : 1);
+	memcpy(*wire, big, *len);
+	free(big);
+	return 0;
+}
+
 /* Copy a section's records that keep() accepts into dst, cloned. */
 static void
 answer_copy_section(ldns_pkt *dst, ldns_pkt_section sec, const ldns_rr_list *src,
@@ -182,7 +200,7 @@ answer_prepare(ldns_pkt *pkt, const struct resolver_conf *conf, uint8_t **raw, s
 {
 	struct answer_prep mp = {conf, UINT32_MAX, 0, 0};
 	ldns_pkt *n;
-	ldns_status st;
+	int rc;
 	unsigned rcode = ldns_pkt_get_rcode(pkt);
 
 	if ((n = ldns_pkt_new()) == NULL)
@@ -197,9 +215,9 @@ answer_prepare(ldns_pkt *pkt, const struct resolver_conf *conf, uint8_t **raw, s
 	                    answer_prep_authority, &mp);
 	answer_copy_section(n, LDNS_SECTION_ADDITIONAL, ldns_pkt_additional(pkt), answer_prep_keep,
 	                    &mp);
-	st = ldns_pkt2wire(raw, n, len);
+	rc = answer_to_wire(n, raw, len);
 	ldns_pkt_free(n);
-	if (st != LDNS_STATUS_OK)
+	if (rc == -1)
 		return -1;
 	*ttl = 0;
 	if (rcode == MSG_NOERROR && ldns_rr_list_rr_count(ldns_pkt_answer(pkt)) > 0)
@@ -339,7 +357,7 @@ answer_served_build(const uint8_t *raw, size_t raw_len, const struct policy *p,
 	struct answer_guard g = {p, qd, 0, 0, {0}};
 	struct decision d;
 	ldns_pkt *pkt, *n;
-	ldns_status st;
+	int rc;
 	int blocked = 0;
 
 	memset(s, 0, sizeof *s);
@@ -377,10 +395,10 @@ answer_served_build(const uint8_t *raw, size_t raw_len, const struct policy *p,
 		}
 	}
 	ldns_pkt_set_rcode(n, (uint8_t)s->rcode);
-	st = ldns_pkt2wire(&s->wire, n, &s->len);
+	rc = answer_to_wire(n, &s->wire, &s->len);
 	ldns_pkt_free(n);
 	ldns_pkt_free(pkt);
-	if (st != LDNS_STATUS_OK || s->len > MSG_MAX || msg_ttl_offsets(s->wire, s->len, s) == -1) {
+	if (rc == -1 || s->len > MSG_MAX || msg_ttl_offsets(s->wire, s->len, s) == -1) {
 		answer_served_free(s);
 		return -1;
 	}

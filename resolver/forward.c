@@ -46,7 +46,7 @@ struct forward {
 	struct fwd_query *buckets[FWD_BUCKETS];
 	size_t npending;
 	size_t nwaiters; /* over all questions: each holds a client's query */
-	unsigned pref; /* the upstream that answered last */
+	unsigned pref;   /* the upstream that answered last */
 	uint64_t seed;
 	uint8_t rnd[256];
 	size_t rnd_left;

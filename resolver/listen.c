@@ -22,6 +22,7 @@
 #include "resolver.h"
 
 #define LISTEN_UDP_BURST    64
+#define LISTEN_UDP_RCVBUF   (1024 * 1024)
 #define LISTEN_TCP_INFLIGHT 64           /* queries of one connection waiting upstream */
 #define LISTEN_TCP_HIGH     (256 * 1024) /* stop reading past this much unsent */
 #define LISTEN_TCP_WRITE_S  10
@@ -408,6 +409,7 @@ int
 listen_start(struct resolver *r, int udp, int tcp)
 {
 	struct listen *l;
+	int rcvbuf = LISTEN_UDP_RCVBUF;
 
 	if (r->lst != NULL)
 		return -1;
@@ -417,6 +419,8 @@ listen_start(struct resolver *r, int udp, int tcp)
 	TAILQ_INIT(&l->conns);
 	r->lst = l;
 	if (udp != -1) {
+		/* Room for a burst of queries while the loop is busy elsewhere. */
+		(void)setsockopt(udp, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
 		evutil_make_socket_nonblocking(udp);
 		l->udp_ev = event_new(r->base, udp, EV_READ | EV_PERSIST, listen_udp_cb, l);
 		if (l->udp_ev == NULL || event_add(l->udp_ev, NULL) == -1)

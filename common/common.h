@@ -1,7 +1,8 @@
 /*
  * Helpers every module needs: allocation that aborts on exhaustion, the
  * diagnostic log, a growable byte buffer, JSON string escaping (with the
- * UTF-8, hex digit and HTTP token checks other parsers share) and time.
+ * UTF-8, hex digit and HTTP token checks other parsers share), time, and
+ * listening-socket addresses.
  */
 #ifndef COMMON_H
 #define COMMON_H
@@ -10,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
+
+#include <sys/socket.h>
 
 #define EG_PRINTF(a, b) __attribute__((format(printf, a, b)))
 #define EG_NORETURN     __attribute__((noreturn))
@@ -75,5 +78,12 @@ int http_token(const char *, size_t);
 /* timeutil.c */
 void time_rfc3339_ms(const struct timespec *, char[32]);
 uint64_t time_mono_ms(void);
+
+/* sock.c */
+const char *sock_parse(const char *, int, struct sockaddr_storage *, socklen_t *);
+int sock_addr_is_loopback(const struct sockaddr_storage *);
+int sock_is_loopback(int);
+void sock_text(const struct sockaddr_storage *, char *, size_t);
+int sock_inherited(const char *, int, int);
 
 #endif

@@ -11,7 +11,9 @@
 
 #include <sys/types.h>
 
+#include <limits.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "policy.h"
 
@@ -104,5 +106,53 @@ struct selftest_opts {
 	int timeout_ms;
 };
 int selftest_run(const struct selftest_opts *);
+
+/* opts.c */
+#define LAUNCH_MAX_CONFIG 32
+#define LAUNCH_MAX_DNS    8
+struct launcher {
+	char *flag_configs[LAUNCH_MAX_CONFIG];
+	size_t nflag_configs;
+	const char *global_config;
+	const char *project_config;
+	const char *mode_flag;
+	const char *user_spec;
+	const char *egress_spec;
+	const char *egressd_flag;
+	char *extra_args[LAUNCH_MAX_CONFIG];
+	size_t nextra_args;
+	const char *run_dir;
+	const char *trust_store;
+	const char *resolv_conf;
+	int ready_timeout_ms;
+	int selftest;
+	struct selftest_opts st;
+	char **cmd;
+
+	enum policy_mode mode;
+	int fail_closed;
+	char *audit_path;
+	char *files[LAUNCH_MAX_CONFIG + 3];
+	size_t nfiles;
+	struct priv_user user;
+	struct priv_user egress;
+	struct spawn_egressd eg;
+	char egressd_path[PATH_MAX];
+	char ca_cert[PATH_MAX];
+	char ca_bundle[PATH_MAX];
+	char mode_file[PATH_MAX];
+	char proxy_url[64];
+	char *upstream[LAUNCH_MAX_DNS];
+	size_t nupstream;
+	pid_t payload;
+	int payload_status;
+	int payload_done;
+	int egressd_done;
+	int stopped_for_egressd;
+};
+void opts_usage(FILE *);
+int opts_parse(struct launcher *, int, char **);
+void opts_defaults(struct launcher *);
+int opts_config(struct launcher *);
 
 #endif

@@ -28,71 +28,6 @@ struct listener {
 	int transparent; /* redirected connections: peeked and classified */
 };
 
-/* Split "host:port" or "[v6]:port" into a socket address. */
-static const char *
-listener_parse_addr(const char *spec, struct sockaddr_storage *ss, socklen_t *len)
-{
-	struct sockaddr_in *sin = (struct sockaddr_in *)ss;
-	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
-	char host[64];
-	const char *colon, *hs;
-	size_t hlen;
-	char *end;
-	long port;
-
-	memset(ss, 0, sizeof *ss);
-	if (spec[0] == '[') {
-		if ((colon = strstr(spec, "]:")) == NULL)
-			return "expected [ADDRESS]:PORT";
-		hs = spec + 1;
-		hlen = (size_t)(colon - hs);
-		colon++;
-	} else {
-		if ((colon = strrchr(spec, ':')) == NULL)
-			return "expected ADDRESS:PORT";
-		hs = spec;
-		hlen = (size_t)(colon - spec);
-	}
-	if (hlen == 0 || hlen >= sizeof host)
-		return "bad address";
-	memcpy(host, hs, hlen);
-	host[hlen] = '\0';
-	errno = 0;
-	port = strtol(colon + 1, &end, 10);
-	if (errno != 0 || end == colon + 1 || *end != '\0' || port < 0 || port > 65535)
-		return "bad port";
-	if (inet_pton(AF_INET, host, &sin->sin_addr) == 1) {
-		sin->sin_family = AF_INET;
-		sin->sin_port = htons((uint16_t)port);
-		*len = sizeof *sin;
-		return NULL;
-	}
-	if (inet_pton(AF_INET6, host, &sin6->sin6_addr) == 1) {
-		sin6->sin6_family = AF_INET6;
-		sin6->sin6_port = htons((uint16_t)port);
-		*len = sizeof *sin6;
-		return NULL;
-	}
-	return "not an IP address (names are not accepted for listeners)";
-}
-
-static int
-listener_addr_is_loopback(const struct sockaddr_storage *ss)
-{
-	const struct sockaddr_in *sin = (const struct sockaddr_in *)ss;
-	const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)ss;
-	const uint8_t *b;
-
-	if (ss->ss_family == AF_INET)
-		return (ntohl(sin->sin_addr.s_addr) >> 24) == 127;
-	if (ss->ss_family != AF_INET6)
-		return 0;
-	if (IN6_IS_ADDR_LOOPBACK(&sin6->sin6_addr))
-		return 1;
-	b = sin6->sin6_addr.s6_addr;
-	return IN6_IS_ADDR_V4MAPPED(&sin6->sin6_addr) && b[12] == 127;
-}
-
 /* Bind a non-blocking TCP listener; -1 with err set when it cannot. */
 int
 listener_bind(const char *spec, int allow_non_loopback, char *err, size_t errlen)
@@ -102,11 +37,11 @@ listener_bind(const char *spec, int allow_non_loopback, char *err, size_t errlen
 	const char *why;
 	int fd, one = 1;
 
-	if ((why = listener_parse_addr(spec, &ss, &len)) != NULL) {
+	if ((why = sock_parse(spec, -1, &ss, &len)) != NULL) {
 		snprintf(err, errlen, "%s", why);
 		return -1;
 	}
-	if (!allow_non_loopback && !listener_addr_is_loopback(&ss)) {
+	if (!allow_non_loopback && !sock_addr_is_loopback(&ss)) {
 		snprintf(err, errlen,
 		         "not a loopback address; an egress proxy reachable from other hosts is an "
 		         "open proxy (pass --allow-non-loopback if that is really meant)");
@@ -124,60 +59,6 @@ listener_bind(const char *spec, int allow_non_loopback, char *err, size_t errlen
 		return -1;
 	}
 	return fd;
-}
-
-/*
- * A listener passed down by the launcher: LISTEN_PID must be us, the fds
- * start at 3, and LISTEN_FDNAMES (colon-separated) names them; nth picks
- * among several of one name (IPv4 and IPv6). Without names the first one
- * is the proxy. -1 when there is none.
- */
-int
-listener_inherited(const char *name, int nth)
-{
-	const char *pid, *nfds, *names, *p;
-	int n, i, fd, acc;
-	socklen_t len = sizeof acc;
-	size_t nlen = strlen(name);
-
-	if ((pid = getenv("LISTEN_PID")) == NULL || atol(pid) != (long)getpid())
-		return -1;
-	if ((nfds = getenv("LISTEN_FDS")) == NULL || (n = atoi(nfds)) <= 0 || n > 16)
-		return -1;
-	names = getenv("LISTEN_FDNAMES");
-	for (i = 0, p = names; i < n; i++) {
-		fd = 3 + i;
-		if (names != NULL) {
-			if (p == NULL)
-				return -1;
-			if (strncmp(p, name, nlen) != 0 || (p[nlen] != ':' && p[nlen] != '\0') ||
-			    nth-- > 0) {
-				p = strchr(p, ':');
-				p = p ? p + 1 : NULL;
-				continue;
-			}
-		} else if (strcmp(name, "proxy") != 0 || i != nth)
-			continue;
-		if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &acc, &len) == -1 || !acc) {
-			log_warnx("inherited fd %d (%s) is not a listening socket", fd, name);
-			return -1;
-		}
-		fcntl(fd, F_SETFD, FD_CLOEXEC);
-		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-		return fd;
-	}
-	return -1;
-}
-
-int
-listener_is_loopback(int fd)
-{
-	struct sockaddr_storage ss;
-	socklen_t len = sizeof ss;
-
-	if (getsockname(fd, (struct sockaddr *)&ss, &len) == -1)
-		return 0;
-	return listener_addr_is_loopback(&ss);
 }
 
 static void

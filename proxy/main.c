@@ -16,7 +16,6 @@
 #include <unistd.h>
 
 #include <event2/buffer.h>
-#include <event2/dns.h>
 #include <event2/event.h>
 
 #include "proxy.h"
@@ -204,36 +203,45 @@ egressd_term_cb(evutil_socket_t sig, short what, void *arg)
 	evtimer_add(e->ev_grace, &tv);
 }
 
-/* The resolver's DNS sockets: inherited ("dns", "dns-tcp"), or bound here. */
+/*
+ * The resolver's DNS sockets: inherited ("dns" UDP and "dns-tcp", up to two
+ * of each for IPv4 and IPv6), or bound here.
+ */
 static int
-egressd_dns_listen(struct egressd *e, struct egressd_opts *o, int *udp, int *tcp)
+egressd_dns_listen(struct egressd *e, struct egressd_opts *o, int udp[2], int tcp[2])
 {
 	char addr[64], err[256];
+	int i;
 
-	*udp = listen_inherited("dns", SOCK_DGRAM);
-	*tcp = listen_inherited("dns-tcp", SOCK_STREAM);
-	if (*udp != -1 || *tcp != -1) {
-		fprintf(stderr, "egressd: dns on inherited fds %d (udp) and %d (tcp)\n", *udp,
-		        *tcp);
+	for (i = 0; i < 2; i++) {
+		udp[i] = sock_inherited("dns", SOCK_DGRAM, i);
+		tcp[i] = sock_inherited("dns-tcp", SOCK_STREAM, i);
+	}
+	if (udp[0] != -1 || tcp[0] != -1) {
+		fprintf(stderr, "egressd: dns on inherited fds %d (udp) and %d (tcp)%s\n", udp[0],
+		        tcp[0], udp[1] != -1 || tcp[1] != -1 ? " and a second pair" : "");
 	} else {
 		if (o->dns != NULL)
 			snprintf(addr, sizeof addr, "%s", o->dns);
 		else
 			snprintf(addr, sizeof addr, "127.0.0.1:%d",
 			         policy_config(e->policy)->dns_port);
-		if (listen_bind(addr, udp, tcp, err, sizeof err) == -1) {
+		if (listen_bind(addr, &udp[0], &tcp[0], err, sizeof err) == -1) {
 			fprintf(stderr, "egressd: --dns %s: %s\n", addr, err);
 			return -1;
 		}
-		listen_local_text(*udp, addr, sizeof addr);
+		listen_local_text(udp[0], addr, sizeof addr);
 		fprintf(stderr, "egressd: dns listening on %s (udp and tcp)\n", addr);
 	}
-	if (!o->allow_non_loopback && ((*udp != -1 && !listen_is_loopback(*udp)) ||
-	                               (*tcp != -1 && !listen_is_loopback(*tcp)))) {
-		fprintf(stderr, "egressd: the dns listener is not on a loopback address; an open "
-		                "resolver answers anyone. Pass --allow-non-loopback if that is "
-		                "really meant.\n");
-		return -1;
+	for (i = 0; i < 4; i++) {
+		int fd = i < 2 ? udp[i] : tcp[i - 2];
+
+		if (fd != -1 && !o->allow_non_loopback && !sock_is_loopback(fd)) {
+			fprintf(stderr, "egressd: the dns listener is not on a loopback address; "
+			                "an open resolver answers anyone. Pass "
+			                "--allow-non-loopback if that is really meant.\n");
+			return -1;
+		}
 	}
 	return 0;
 }
@@ -248,7 +256,7 @@ egressd_dns_init(struct egressd *e, struct egressd_opts *o)
 {
 	struct resolver_conf rc;
 	const char *err;
-	int udp = -1, tcp = -1;
+	int udp[2] = {-1, -1}, tcp[2] = {-1, -1};
 	size_t i;
 
 	resolver_conf_init(&rc);
@@ -264,10 +272,12 @@ egressd_dns_init(struct egressd *e, struct egressd_opts *o)
 		fprintf(stderr, "egressd: /etc/resolv.conf: %s; use --upstream-dns\n", err);
 		return -1;
 	}
-	if (egressd_dns_listen(e, o, &udp, &tcp) == -1)
+	if (egressd_dns_listen(e, o, udp, tcp) == -1)
 		return -1;
 	e->resolver = resolver_new(e->base, &rc, e->policy, e->audit);
-	if (resolver_listen(e->resolver, udp, tcp) == -1) {
+	if (resolver_listen(e->resolver, udp[0], tcp[0]) == -1 ||
+	    ((udp[1] != -1 || tcp[1] != -1) &&
+	     resolver_listen(e->resolver, udp[1], tcp[1]) == -1)) {
 		fprintf(stderr, "egressd: cannot serve dns\n");
 		return -1;
 	}
@@ -470,7 +480,8 @@ egressd_listen_transparent(struct egressd *e, struct egressd_opts *o)
 	int i, fd;
 
 	for (i = 0; i < 2; i++) {
-		if ((fd = listener_inherited("transparent", i)) < 0 && o->transparent[i] != NULL &&
+		if ((fd = sock_inherited("transparent", SOCK_STREAM, i)) < 0 &&
+		    o->transparent[i] != NULL &&
 		    (fd = listener_bind(o->transparent[i], o->allow_non_loopback, err,
 		                        sizeof err)) == -1) {
 			fprintf(stderr, "egressd: --transparent %s: %s\n", o->transparent[i], err);
@@ -478,7 +489,7 @@ egressd_listen_transparent(struct egressd *e, struct egressd_opts *o)
 		}
 		if (fd < 0)
 			continue;
-		if (!o->allow_non_loopback && !listener_is_loopback(fd)) {
+		if (!o->allow_non_loopback && !sock_is_loopback(fd)) {
 			fprintf(stderr,
 			        "egressd: the transparent listener is not on a loopback "
 			        "address; pass --allow-non-loopback if that is really meant.\n");
@@ -498,7 +509,7 @@ egressd_listen(struct egressd *e, struct egressd_opts *o, char *shown, size_t le
 	char addr[64], err[256];
 	int fd;
 
-	if ((fd = listener_inherited("proxy", 0)) >= 0) {
+	if ((fd = sock_inherited("proxy", SOCK_STREAM, 0)) >= 0) {
 		snprintf(shown, len, "inherited fd %d", fd);
 	} else {
 		if (o->proxy != NULL)
@@ -512,7 +523,7 @@ egressd_listen(struct egressd *e, struct egressd_opts *o, char *shown, size_t le
 		}
 		snprintf(shown, len, "%s", addr);
 	}
-	if (!o->allow_non_loopback && !listener_is_loopback(fd)) {
+	if (!o->allow_non_loopback && !sock_is_loopback(fd)) {
 		fprintf(stderr, "egressd: the proxy listener is not on a loopback address; "
 		                "an egress proxy reachable from other hosts is an open proxy. "
 		                "Pass --allow-non-loopback if that is really meant.\n");
@@ -677,8 +688,6 @@ out:
 		audit_set_batch(e.audit, NULL, NULL);
 	if (e.ev_audit)
 		event_free(e.ev_audit);
-	if (e.dns)
-		evdns_base_free(e.dns, 0);
 	audit_close(e.audit);
 	policy_unref(e.policy);
 	tls_free(e.tls);

@@ -151,7 +151,6 @@ void chunked_write_last(struct buf *);
 struct conn;
 struct upstream;
 struct evconnlistener;
-struct evdns_base;
 struct resolver;
 struct tls;
 
@@ -170,7 +169,6 @@ struct egressd_limits {
 
 struct egressd {
 	struct event_base *base;
-	struct evdns_base *dns;
 	struct resolver *resolver; /* DNS: the listener and the proxy's lookups */
 	struct tls *tls;           /* interception: the CA, leaves and TLS contexts */
 	struct policy *policy;     /* current snapshot; conns hold their own ref */
@@ -205,8 +203,6 @@ void listener_free(struct listener *);
 void listener_pause(struct listener *);
 void listener_resume(struct listener *);
 int listener_bind(const char *, int, char *, size_t);
-int listener_inherited(const char *, int);
-int listener_is_loopback(int);
 
 /* conn.c */
 #define CONN_DRAIN_SECS 5

@@ -16,7 +16,6 @@
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
-#include <event2/dns.h>
 #include <event2/util.h>
 
 #include "proxy.h"

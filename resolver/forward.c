@@ -150,7 +150,7 @@ fwd_next(struct fwd_query *fq, const char *why)
 	struct forward *fw = fq->fw;
 	char text[64];
 
-	listen_sockaddr_text(&fw->conf.upstream[fq->upstream], text, sizeof text);
+	sock_text(&fw->conf.upstream[fq->upstream], text, sizeof text);
 	log_debug("dns upstream %s: %s", text, why);
 	if (fw->pref == fq->upstream)
 		fw->pref = (fq->upstream + 1) % fw->conf.nupstream;

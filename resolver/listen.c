@@ -48,77 +48,6 @@ struct listen {
 	uint8_t buf[MSG_MAX + 1];
 };
 
-/* Split "host[:port]" or "[v6]:port" (or a bare v6) into an address. */
-const char *
-listen_parse_addr(const char *spec, uint16_t defport, struct sockaddr_storage *ss, socklen_t *len)
-{
-	struct sockaddr_in *sin = (struct sockaddr_in *)ss;
-	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
-	char host[64];
-	const char *hs, *colon = NULL, *close_b;
-	size_t hlen;
-	char *end;
-	long port = defport;
-
-	memset(ss, 0, sizeof *ss);
-	if (spec[0] == '[') {
-		if ((close_b = strchr(spec, ']')) == NULL)
-			return "expected [ADDRESS]:PORT";
-		hs = spec + 1;
-		hlen = (size_t)(close_b - hs);
-		if (close_b[1] == ':')
-			colon = close_b + 1;
-		else if (close_b[1] != '\0')
-			return "expected [ADDRESS]:PORT";
-	} else if ((colon = strchr(spec, ':')) != NULL && strchr(colon + 1, ':') != NULL) {
-		hs = spec; /* a bare IPv6 address */
-		hlen = strlen(spec);
-		colon = NULL;
-	} else {
-		hs = spec;
-		hlen = colon != NULL ? (size_t)(colon - spec) : strlen(spec);
-	}
-	if (hlen == 0 || hlen >= sizeof host)
-		return "bad address";
-	memcpy(host, hs, hlen);
-	host[hlen] = '\0';
-	if (colon != NULL) {
-		errno = 0;
-		port = strtol(colon + 1, &end, 10);
-		if (errno != 0 || end == colon + 1 || *end != '\0' || port < 0 || port > 65535)
-			return "bad port";
-	}
-	if (inet_pton(AF_INET, host, &sin->sin_addr) == 1) {
-		sin->sin_family = AF_INET;
-		sin->sin_port = htons((uint16_t)port);
-		*len = sizeof *sin;
-		return NULL;
-	}
-	if (inet_pton(AF_INET6, host, &sin6->sin6_addr) == 1) {
-		sin6->sin6_family = AF_INET6;
-		sin6->sin6_port = htons((uint16_t)port);
-		*len = sizeof *sin6;
-		return NULL;
-	}
-	return "not an IP address";
-}
-
-void
-listen_sockaddr_text(const struct sockaddr_storage *ss, char *out, size_t len)
-{
-	const struct sockaddr_in *sin = (const struct sockaddr_in *)ss;
-	const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)ss;
-	char a[INET6_ADDRSTRLEN];
-
-	if (ss->ss_family == AF_INET && inet_ntop(AF_INET, &sin->sin_addr, a, sizeof a) != NULL)
-		snprintf(out, len, "%s:%u", a, ntohs(sin->sin_port));
-	else if (ss->ss_family == AF_INET6 &&
-	         inet_ntop(AF_INET6, &sin6->sin6_addr, a, sizeof a) != NULL)
-		snprintf(out, len, "[%s]:%u", a, ntohs(sin6->sin6_port));
-	else
-		snprintf(out, len, "-");
-}
-
 /* The local address of a socket, as text. */
 void
 listen_local_text(int fd, char *out, size_t len)
@@ -129,7 +58,7 @@ listen_local_text(int fd, char *out, size_t len)
 	memset(&ss, 0, sizeof ss);
 	if (fd == -1 || getsockname(fd, (struct sockaddr *)&ss, &sl) == -1)
 		ss.ss_family = AF_UNSPEC;
-	listen_sockaddr_text(&ss, out, len);
+	sock_text(&ss, out, len);
 }
 
 static int
@@ -162,7 +91,7 @@ listen_bind(const char *spec, int *udp, int *tcp, char *err, size_t errlen)
 	const char *e;
 	int i;
 
-	if ((e = listen_parse_addr(spec, RESOLVER_DEFAULT_PORT, &ss, &len)) != NULL) {
+	if ((e = sock_parse(spec, RESOLVER_DEFAULT_PORT, &ss, &len)) != NULL) {
 		snprintf(err, errlen, "%s", e);
 		return -1;
 	}
@@ -191,66 +120,6 @@ listen_bind(const char *spec, int *udp, int *tcp, char *err, size_t errlen)
 	return -1;
 }
 
-/*
- * A socket the launcher passed under name: type SOCK_DGRAM or SOCK_STREAM
- * (which must be listening). -1 when there is none.
- */
-int
-listen_inherited(const char *name, int type)
-{
-	const char *pid, *nfds, *names, *p;
-	int n, i, fd, v;
-	socklen_t len;
-	size_t nlen = strlen(name);
-
-	if ((pid = getenv("LISTEN_PID")) == NULL || atol(pid) != (long)getpid())
-		return -1;
-	if ((nfds = getenv("LISTEN_FDS")) == NULL || (n = atoi(nfds)) <= 0 || n > 16)
-		return -1;
-	if ((names = getenv("LISTEN_FDNAMES")) == NULL)
-		return -1;
-	for (i = 0, p = names; i < n && p != NULL; i++) {
-		fd = 3 + i;
-		if (strncmp(p, name, nlen) != 0 || (p[nlen] != ':' && p[nlen] != '\0')) {
-			p = strchr(p, ':');
-			p = p ? p + 1 : NULL;
-			continue;
-		}
-		len = sizeof v;
-		if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &v, &len) == -1 || v != type) {
-			log_warnx("inherited fd %d (%s) is not a %s socket", fd, name,
-			          type == SOCK_DGRAM ? "UDP" : "TCP");
-			return -1;
-		}
-		len = sizeof v;
-		if (type == SOCK_STREAM &&
-		    (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &v, &len) == -1 || !v)) {
-			log_warnx("inherited fd %d (%s) is not listening", fd, name);
-			return -1;
-		}
-		fcntl(fd, F_SETFD, FD_CLOEXEC);
-		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-		return fd;
-	}
-	return -1;
-}
-
-int
-listen_is_loopback(int fd)
-{
-	struct sockaddr_storage ss;
-	socklen_t len = sizeof ss;
-	const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)&ss;
-
-	if (getsockname(fd, (struct sockaddr *)&ss, &len) == -1)
-		return 0;
-	if (ss.ss_family == AF_INET)
-		return (ntohl(((struct sockaddr_in *)&ss)->sin_addr.s_addr) >> 24) == 127;
-	if (ss.ss_family == AF_INET6)
-		return IN6_IS_ADDR_LOOPBACK(&sin6->sin6_addr);
-	return 0;
-}
-
 static void
 listen_udp_cb(evutil_socket_t fd, short what, void *arg)
 {
@@ -261,6 +130,7 @@ listen_udp_cb(evutil_socket_t fd, short what, void *arg)
 
 	for (i = 0; i < LISTEN_UDP_BURST; i++) {
 		memset(&c, 0, sizeof c);
+		c.udp_fd = l->udp_fd;
 		c.peer_len = sizeof c.peer;
 		n = recvfrom(fd, l->buf, sizeof l->buf, MSG_TRUNC, (struct sockaddr *)&c.peer,
 		             &c.peer_len);
@@ -404,20 +274,26 @@ listen_accept_error_cb(struct evconnlistener *lev, void *arg)
 	log_warn("dns: accept");
 }
 
+static void listen_stop_one(struct resolver *, int);
+
 /* Serve clients on udp and tcp (either may be -1); the sockets are ours now. */
 int
 listen_start(struct resolver *r, int udp, int tcp)
 {
 	struct listen *l;
-	int rcvbuf = LISTEN_UDP_RCVBUF;
+	int rcvbuf = LISTEN_UDP_RCVBUF, slot;
 
-	if (r->lst != NULL)
+	if (r->lst[0] == NULL)
+		slot = 0;
+	else if (r->lst[1] == NULL)
+		slot = 1;
+	else
 		return -1;
 	l = xcalloc(1, sizeof *l);
 	l->r = r;
 	l->udp_fd = udp;
 	TAILQ_INIT(&l->conns);
-	r->lst = l;
+	r->lst[slot] = l;
 	if (udp != -1) {
 		/* Room for a burst of queries while the loop is busy elsewhere. */
 		(void)setsockopt(udp, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
@@ -437,15 +313,15 @@ listen_start(struct resolver *r, int udp, int tcp)
 err:
 	if (l->lev == NULL && tcp != -1)
 		close(tcp);
-	listen_stop(r);
+	listen_stop_one(r, slot);
 	return -1;
 }
 
-/* Close the listeners and every client connection. */
-void
-listen_stop(struct resolver *r)
+/* Close one listener and its client connections. */
+static void
+listen_stop_one(struct resolver *r, int slot)
 {
-	struct listen *l = r->lst;
+	struct listen *l = r->lst[slot];
 	struct listen_tcp *t;
 
 	if (l == NULL)
@@ -459,7 +335,15 @@ listen_stop(struct resolver *r)
 	if (l->udp_fd != -1)
 		close(l->udp_fd);
 	free(l);
-	r->lst = NULL;
+	r->lst[slot] = NULL;
+}
+
+/* Close the listeners and every client connection. */
+void
+listen_stop(struct resolver *r)
+{
+	listen_stop_one(r, 0);
+	listen_stop_one(r, 1);
 }
 
 /* Send a reply to the client c stands for, if it is still there. */
@@ -468,10 +352,10 @@ listen_reply(struct resolver *r, const struct resolver_client *c, const uint8_t 
 {
 	uint8_t lenb[2] = {(uint8_t)(len >> 8), (uint8_t)len};
 
-	if (r->lst == NULL)
-		return;
+	if (r->lst[0] == NULL && r->lst[1] == NULL)
+		return; /* stopped: the sockets are closed */
 	if (!c->tcp) {
-		(void)sendto(r->lst->udp_fd, msg, len, 0, (const struct sockaddr *)&c->peer,
+		(void)sendto(c->udp_fd, msg, len, 0, (const struct sockaddr *)&c->peer,
 		             c->peer_len);
 		return;
 	}

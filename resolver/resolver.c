@@ -56,8 +56,8 @@ resolver_conf_add_upstream(struct resolver_conf *c, const char *spec)
 
 	if (c->nupstream >= RESOLVER_MAX_UPSTREAMS)
 		return "too many upstream resolvers";
-	err = listen_parse_addr(spec, RESOLVER_DEFAULT_PORT, &c->upstream[c->nupstream],
-	                        &c->upstream_len[c->nupstream]);
+	err = sock_parse(spec, RESOLVER_DEFAULT_PORT, &c->upstream[c->nupstream],
+	                 &c->upstream_len[c->nupstream]);
 	if (err != NULL)
 		return err;
 	c->nupstream++;
@@ -171,7 +171,7 @@ resolver_audit(struct resolver *r, const struct msg_query *q, const struct resol
 		return;
 	audit_event_init(&ev);
 	ev.event = "dns";
-	listen_sockaddr_text(&c->peer, client, sizeof client);
+	sock_text(&c->peer, client, sizeof client);
 	ev.client = client;
 	ev.scheme = c->tcp ? "tcp" : "udp";
 	ev.mode = config_mode_name(policy_mode(r->policy));

@@ -190,18 +190,15 @@ struct resolver_client {
 	struct sockaddr_storage peer;
 	socklen_t peer_len;
 	struct listen_tcp *conn; /* TCP; NULL once the connection is gone */
+	int udp_fd;              /* UDP: the socket the query came in on */
 };
 int listen_bind(const char *, int *, int *, char *, size_t);
-int listen_inherited(const char *, int);
-int listen_is_loopback(int);
 int listen_start(struct resolver *, int, int);
 void listen_stop(struct resolver *);
 void listen_reply(struct resolver *, const struct resolver_client *, const uint8_t *, size_t);
 void listen_hold(struct resolver_waiter *);
 void listen_release(struct resolver_waiter *);
-void listen_sockaddr_text(const struct sockaddr_storage *, char *, size_t);
 void listen_local_text(int, char *, size_t);
-const char *listen_parse_addr(const char *, uint16_t, struct sockaddr_storage *, socklen_t *);
 
 /* forward.c */
 struct forward;
@@ -239,7 +236,7 @@ struct resolver {
 	struct audit *audit;
 	struct cache *cache;
 	struct forward *fwd;
-	struct listen *lst;
+	struct listen *lst[2];        /* IPv4 and IPv6 listeners */
 	struct resolver_lookups done; /* lookups whose callback is due */
 	uint8_t scratch[MSG_MAX + 2];
 };

@@ -1,0 +1,295 @@
+/*
+ * sandbox-init's command line and configuration: the options, their
+ * defaults, and the trusted and project configuration files merged into
+ * the mode, failClosed and the audit path the launcher acts on.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "launch.h"
+
+void
+opts_usage(FILE *f)
+{
+	fprintf(
+	    f,
+	    "usage: sandbox-init [--config FILE]... [--mode practical|strict|off]\n"
+	    "                    [--user NAME|UID] [--egress-user NAME|UID] [--egressd PATH]\n"
+	    "                    [--egressd-arg ARG]...\n"
+	    "                    [--ready-timeout S] [--run-dir DIR] [--trust-store FILE|none]\n"
+	    "                    [--resolv-conf FILE|none] [--global-config FILE|none]\n"
+	    "                    [--project-config FILE|none] [--proxy-port N]\n"
+	    "                    [--transparent-port N] [--dns-port N] [-v] -- CMD [ARG]...\n"
+	    "       sandbox-init [options] --selftest [--json] [--probe-addr A] [--probe-addr6 A]\n"
+	    "                    [--probe-host NAME] [--probe-doh URL] [--probe-https URL]\n");
+}
+
+static int
+opts_port(const char *s, uint16_t *out)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno != 0 || end == s || *end != '\0' || v < 1 || v > 65535)
+		return -1;
+	*out = (uint16_t)v;
+	return 0;
+}
+
+static const char *
+opts_none(const char *s)
+{
+	return strcmp(s, "none") == 0 ? NULL : s;
+}
+
+int
+opts_parse(struct launcher *l, int argc, char **argv)
+{
+	static const struct option opts[] = {
+	    {"config", required_argument, NULL, 'c'},
+	    {"mode", required_argument, NULL, 'm'},
+	    {"user", required_argument, NULL, 'u'},
+	    {"egress-user", required_argument, NULL, 'e'},
+	    {"egressd", required_argument, NULL, 'E'},
+	    {"egressd-arg", required_argument, NULL, 'A'},
+	    {"ready-timeout", required_argument, NULL, 't'},
+	    {"run-dir", required_argument, NULL, 'r'},
+	    {"trust-store", required_argument, NULL, 'T'},
+	    {"resolv-conf", required_argument, NULL, 'R'},
+	    {"global-config", required_argument, NULL, 'G'},
+	    {"project-config", required_argument, NULL, 'P'},
+	    {"proxy-port", required_argument, NULL, 1},
+	    {"transparent-port", required_argument, NULL, 2},
+	    {"dns-port", required_argument, NULL, 3},
+	    {"selftest", no_argument, NULL, 'S'},
+	    {"json", no_argument, NULL, 'j'},
+	    {"probe-addr", required_argument, NULL, 4},
+	    {"probe-addr6", required_argument, NULL, 5},
+	    {"probe-host", required_argument, NULL, 6},
+	    {"probe-doh", required_argument, NULL, 7},
+	    {"probe-https", required_argument, NULL, 8},
+	    {"verbose", no_argument, NULL, 'v'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	uint16_t port;
+	char *end;
+	long v;
+	int ch;
+
+	while ((ch = getopt_long(argc, argv, "+c:m:u:vh", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'c':
+			if (l->nflag_configs == LAUNCH_MAX_CONFIG) {
+				fprintf(stderr, "sandbox-init: too many --config files\n");
+				return -1;
+			}
+			l->flag_configs[l->nflag_configs++] = optarg;
+			break;
+		case 'm':
+			if (strcmp(optarg, "practical") != 0 && strcmp(optarg, "strict") != 0 &&
+			    strcmp(optarg, "off") != 0) {
+				fprintf(stderr,
+				        "sandbox-init: --mode %s: expected practical, strict "
+				        "or off\n",
+				        optarg);
+				return -1;
+			}
+			l->mode_flag = optarg;
+			break;
+		case 'u':
+			l->user_spec = optarg;
+			break;
+		case 'e':
+			l->egress_spec = optarg;
+			break;
+		case 'E':
+			l->egressd_flag = optarg;
+			break;
+		case 'A':
+			if (l->nextra_args == LAUNCH_MAX_CONFIG) {
+				fprintf(stderr, "sandbox-init: too many --egressd-arg\n");
+				return -1;
+			}
+			l->extra_args[l->nextra_args++] = optarg;
+			break;
+		case 't':
+			errno = 0;
+			v = strtol(optarg, &end, 10);
+			if (errno != 0 || *end != '\0' || v < 1 || v > 600) {
+				fprintf(stderr,
+				        "sandbox-init: --ready-timeout %s: 1 to 600 seconds\n",
+				        optarg);
+				return -1;
+			}
+			l->ready_timeout_ms = (int)v * 1000;
+			break;
+		case 'r':
+			l->run_dir = optarg;
+			break;
+		case 'T':
+			l->trust_store = opts_none(optarg);
+			break;
+		case 'R':
+			l->resolv_conf = opts_none(optarg);
+			break;
+		case 'G':
+			l->global_config = opts_none(optarg);
+			break;
+		case 'P':
+			l->project_config = opts_none(optarg);
+			break;
+		case 1:
+		case 2:
+		case 3:
+			if (opts_port(optarg, &port) == -1) {
+				fprintf(stderr, "sandbox-init: bad port %s\n", optarg);
+				return -1;
+			}
+			if (ch == 1)
+				l->eg.proxy_port = port;
+			else if (ch == 2)
+				l->eg.transparent_port = port;
+			else
+				l->eg.dns_port = port;
+			break;
+		case 'S':
+			l->selftest = 1;
+			break;
+		case 'j':
+			l->st.json = 1;
+			break;
+		case 4:
+			l->st.addr = optarg;
+			break;
+		case 5:
+			l->st.addr6 = optarg;
+			break;
+		case 6:
+			l->st.host = optarg;
+			break;
+		case 7:
+			l->st.doh_url = optarg;
+			break;
+		case 8:
+			l->st.https = optarg;
+			break;
+		case 'v':
+			log_verbosity = LOG_LVL_DEBUG;
+			break;
+		case 'h':
+			opts_usage(stdout);
+			exit(0);
+		default:
+			opts_usage(stderr);
+			return -1;
+		}
+	}
+	l->cmd = argv + optind;
+	if (!l->selftest && l->cmd[0] == NULL) {
+		fprintf(stderr, "sandbox-init: no command to run (-- CMD [ARG]...)\n");
+		opts_usage(stderr);
+		return -1;
+	}
+	return 0;
+}
+
+void
+opts_defaults(struct launcher *l)
+{
+	int pid1 = getpid() == 1;
+
+	memset(l, 0, sizeof *l);
+	l->global_config = LAUNCH_GLOBAL_CONFIG;
+	l->project_config = LAUNCH_PROJECT_CONFIG;
+	l->user_spec = "opencode";
+	l->egress_spec = "egress";
+	l->run_dir = LAUNCH_RUN_DIR;
+	/* Only PID 1 of a container owns the system files it rewrites. */
+	l->trust_store = pid1 ? "/etc/ssl/certs/ca-certificates.crt" : NULL;
+	l->resolv_conf = pid1 ? "/etc/resolv.conf" : NULL;
+	l->ready_timeout_ms = 10000;
+	l->eg.proxy_port = 0;
+	l->eg.transparent_port = 18081;
+	l->eg.dns_port = 53;
+	l->st.addr = "1.1.1.1";
+	l->st.addr6 = "2606:4700:4700::1111";
+	l->st.host = "api.segment.io";
+	l->st.doh_url =
+	    "https://cloudflare-dns.com/dns-query?dns=AAABAAABAAAAAAAAB2V4YW1wbGUDY29tAAABAAE";
+	l->st.https = "https://example.com/";
+	l->payload = -1;
+	l->eg.pid = -1;
+}
+
+static int
+opts_mode_rank(enum policy_mode m)
+{
+	return m == MODE_OFF ? 2 : m == MODE_STRICT ? 1 : 0;
+}
+
+static struct config *
+opts_load(char **files, size_t n)
+{
+	struct config *cfg;
+	struct buf errs;
+
+	buf_init(&errs);
+	if ((cfg = config_load(files, n, &errs)) == NULL)
+		fputs(buf_cstr(&errs), stderr);
+	buf_free(&errs);
+	return cfg;
+}
+
+/*
+ * Two loads: the trusted files (the global one and --config) and all of
+ * them with the project file. The project file lives in the workspace the
+ * payload writes to, so it may tighten the mode or turn failClosed on but
+ * never loosen them, and it never chooses where the audit log goes (that
+ * would let the payload aim egressd's writes at a file of its choosing).
+ */
+int
+opts_config(struct launcher *l)
+{
+	char *trusted[LAUNCH_MAX_CONFIG + 1];
+	struct config *tc, *fc;
+	size_t nt = 0, i;
+	int rc = -1;
+
+	if (l->global_config != NULL && access(l->global_config, F_OK) == 0)
+		trusted[nt++] = l->files[l->nfiles++] = (char *)l->global_config;
+	if (l->project_config != NULL && access(l->project_config, F_OK) == 0)
+		l->files[l->nfiles++] = (char *)l->project_config;
+	for (i = 0; i < l->nflag_configs; i++)
+		trusted[nt++] = l->files[l->nfiles++] = l->flag_configs[i];
+	if ((tc = opts_load(trusted, nt)) == NULL)
+		return -1;
+	if ((fc = opts_load(l->files, l->nfiles)) == NULL)
+		goto out;
+	l->mode = tc->mode;
+	if (opts_mode_rank(fc->mode) > opts_mode_rank(tc->mode))
+		l->mode = fc->mode;
+	else if (fc->mode != tc->mode)
+		log_warnx("the project file asks for mode %s; the trusted configuration's %s stays",
+		          config_mode_name(fc->mode), config_mode_name(tc->mode));
+	l->fail_closed = tc->fail_closed || fc->fail_closed;
+	if (tc->audit_path != NULL)
+		l->audit_path = xstrdup(tc->audit_path);
+	else if (fc->audit_path != NULL)
+		log_warnx("audit.path of the project file is ignored: the audit log goes where "
+		          "the global configuration or --config says");
+	if (l->eg.proxy_port == 0)
+		l->eg.proxy_port = (uint16_t)fc->proxy_port;
+	rc = 0;
+out:
+	config_free(tc);
+	config_free(fc);
+	return rc;
+}

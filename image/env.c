@@ -165,10 +165,12 @@ env_write_resolv(const char *path, char *err, size_t errlen)
 	static const char text[] = "# written by sandbox-init: names are resolved by egressd\n"
 	                           "nameserver 127.0.0.1\n"
 	                           "options edns0 trust-ad\n";
-	int fd;
+	int fd, e;
 
 	if ((fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644)) == -1) {
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		e = errno;
+		snprintf(err, errlen, "%s: %s", path, strerror(e));
+		errno = e; /* the caller tells a read-only file from other failures */
 		return -1;
 	}
 	if (write(fd, text, sizeof text - 1) != (ssize_t)(sizeof text - 1)) {

@@ -20,6 +20,7 @@
 #define LAUNCH_RUN_DIR        "/run/opencode-sandbox"
 #define LAUNCH_GLOBAL_CONFIG  "/etc/opencode-sandbox/policy.yaml"
 #define LAUNCH_PROJECT_CONFIG "/workspace/.opencode-sandbox.yaml"
+#define LAUNCH_SYSTEM_CA      "/etc/ssl/certs/ca-certificates.system.crt" /* kept by the image */
 #define LAUNCH_MAX_ARGS       128
 
 /* nft.c */

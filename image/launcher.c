@@ -152,6 +152,11 @@ launch_egressd_argv(struct launcher *l)
 		launch_arg(l, "--upstream-dns");
 		launch_arg(l, l->upstream[i]);
 	}
+	if (access(LAUNCH_SYSTEM_CA, R_OK) == 0) {
+		/* The image's trust store is a link to the run bundle: the system store is here. */
+		launch_arg(l, "--system-ca");
+		launch_arg(l, LAUNCH_SYSTEM_CA);
+	}
 	if (spawn_supports(l->egressd_path, "--ca-out")) {
 		launch_arg(l, "--ca-out");
 		launch_arg(l, l->ca_cert);
@@ -245,12 +250,24 @@ launch_rules(struct launcher *l)
 static int
 launch_trust_store(struct launcher *l)
 {
-	char buf[65536];
+	char buf[65536], target[PATH_MAX];
+	struct stat st;
 	ssize_t n;
 	int in, out;
 
 	if (l->trust_store == NULL || l->ca_bundle[0] == '\0')
 		return 0;
+	/*
+	 * A store that is a link to the run bundle (the image arranges it, so
+	 * that a read-only root works) already shows the run CA. A link
+	 * anywhere else is refused below: it is never followed.
+	 */
+	if (lstat(l->trust_store, &st) == 0 && S_ISLNK(st.st_mode) &&
+	    (n = readlink(l->trust_store, target, sizeof target - 1)) > 0) {
+		target[n] = '\0';
+		if (strcmp(target, l->ca_bundle) == 0)
+			return 0;
+	}
 	if ((in = open(l->ca_bundle, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) == -1) {
 		fprintf(stderr, "sandbox-init: %s: %s\n", l->ca_bundle, strerror(errno));
 		return -1;
@@ -329,8 +346,26 @@ launch_setup(struct launcher *l)
 	if (launch_trust_store(l) == -1)
 		return -1;
 	if (l->resolv_conf != NULL && env_write_resolv(l->resolv_conf, err, sizeof err) == -1) {
-		fprintf(stderr, "sandbox-init: resolv.conf: %s\n", err);
-		return -1;
+		/*
+		 * A read-only resolv.conf (a read-only root): in strict mode
+		 * the rules send every DNS packet to egressd whatever the file
+		 * names, and off mode sends none, so nothing is lost. In
+		 * practical mode nothing forces DNS anyway; say what it means.
+		 */
+		if (errno != EROFS) {
+			fprintf(stderr, "sandbox-init: resolv.conf: %s\n", err);
+			return -1;
+		}
+		if (l->mode == MODE_PRACTICAL)
+			fprintf(
+			    stderr,
+			    "sandbox-init: warning: %s is read-only: the payload's DNS goes to the "
+			    "resolvers it names, not egressd's (strict mode redirects DNS to "
+			    "egressd whatever the file says)\n",
+			    l->resolv_conf);
+		else
+			log_info("%s is read-only; DNS is redirected to egressd by the rules",
+			         l->resolv_conf);
 	}
 	return 0;
 }

@@ -47,7 +47,7 @@ usage(FILE *f)
 	    "               [--transparent ADDR:PORT]... [--audit FILE|-]\n"
 	    "               [--upstream-dns ADDR[:PORT]]... [--ready-fd N] [--check]\n"
 	    "               [--ca-out FILE] [--ca-bundle-out FILE] [--ca-cert FILE --ca-key FILE]\n"
-	    "               [--upstream-ca FILE]\n"
+	    "               [--upstream-ca FILE] [--system-ca FILE]\n"
 	    "               [--allow-non-loopback] [--max-conns N] [--header-timeout S]\n"
 	    "               [--idle-timeout S] [--connect-timeout S] [--response-timeout S]\n"
 	    "               [--grace S] [-v]\n");
@@ -340,6 +340,7 @@ egressd_parse(int argc, char **argv, struct egressd *e, struct egressd_opts *o)
 	    {"ca-key", required_argument, NULL, 10},
 	    {"upstream-ca", required_argument, NULL, 11},
 	    {"transparent", required_argument, NULL, 12},
+	    {"system-ca", required_argument, NULL, 13},
 	    {"verbose", no_argument, NULL, 'v'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
@@ -421,6 +422,9 @@ egressd_parse(int argc, char **argv, struct egressd *e, struct egressd_opts *o)
 			break;
 		case 11:
 			o->tls.upstream_ca = optarg;
+			break;
+		case 13:
+			o->tls.system_ca = optarg;
 			break;
 		case 12:
 			if (o->ntransparent == 2) {
@@ -510,7 +514,14 @@ egressd_listen(struct egressd *e, struct egressd_opts *o, char *shown, size_t le
 	int fd;
 
 	if ((fd = sock_inherited("proxy", SOCK_STREAM, 0)) >= 0) {
-		snprintf(shown, len, "inherited fd %d", fd);
+		/* The lines to paste need the address, not the descriptor. */
+		struct sockaddr_storage ss;
+		socklen_t sl = sizeof ss;
+
+		memset(&ss, 0, sizeof ss);
+		if (getsockname(fd, (struct sockaddr *)&ss, &sl) == -1)
+			ss.ss_family = AF_UNSPEC;
+		sock_text(&ss, shown, len);
 	} else {
 		if (o->proxy != NULL)
 			snprintf(addr, sizeof addr, "%s", o->proxy);

@@ -403,6 +403,7 @@ struct tls_opts {
 	const char *ca_cert;
 	const char *ca_key;
 	const char *upstream_ca;
+	const char *system_ca; /* the system store; NULL: CA_SYSTEM_BUNDLE */
 };
 struct bufferevent;
 struct tls *tls_new(const struct tls_opts *, const struct config *, char *, size_t);

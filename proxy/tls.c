@@ -100,7 +100,7 @@ tls_server_ctx(struct tls *t, char *err, size_t errlen)
 }
 
 static SSL_CTX *
-tls_client_ctx(const char *upstream_ca, char *err, size_t errlen)
+tls_client_ctx(const char *upstream_ca, const char *system_ca, char *err, size_t errlen)
 {
 	SSL_CTX *ctx;
 	int ok;
@@ -115,18 +115,15 @@ tls_client_ctx(const char *upstream_ca, char *err, size_t errlen)
 	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
 	SSL_CTX_set_alpn_protos(ctx, tls_alpn, sizeof tls_alpn - 1);
 	/*
-	 * The system store by its built-in paths, not SSL_CERT_FILE: in the
-	 * sandbox that variable names the bundle that holds our own CA, and
-	 * egressd must not trust itself upstream.
+	 * The system store by its path (--system-ca), never SSL_CERT_FILE or
+	 * OpenSSL's default paths: in the sandbox those lead to the bundle
+	 * that holds our own CA, and egressd must not trust itself upstream.
 	 */
-	if (upstream_ca != NULL)
-		ok = SSL_CTX_load_verify_locations(ctx, upstream_ca, NULL);
-	else
-		ok = SSL_CTX_load_verify_locations(ctx, X509_get_default_cert_file(),
-		                                   X509_get_default_cert_dir());
+	if (upstream_ca == NULL)
+		upstream_ca = system_ca;
+	ok = SSL_CTX_load_verify_locations(ctx, upstream_ca, NULL);
 	if (ok != 1) {
-		snprintf(err, errlen, "cannot load the upstream trust store %s",
-		         upstream_ca ? upstream_ca : X509_get_default_cert_file());
+		snprintf(err, errlen, "cannot load the upstream trust store %s", upstream_ca);
 		SSL_CTX_free(ctx);
 		return NULL;
 	}
@@ -184,7 +181,9 @@ tls_export(struct tls *t, const struct tls_opts *o, char *err, size_t errlen)
 		snprintf(err, errlen, "cannot write the CA certificate to %s", t->ca_path);
 		return -1;
 	}
-	if (t->bundle_path != NULL && ca_write_bundle(t->ca, t->bundle_path, NULL) == -1) {
+	if (t->bundle_path != NULL &&
+	    ca_write_bundle(t->ca, t->bundle_path,
+	                    o->system_ca ? o->system_ca : CA_SYSTEM_BUNDLE) == -1) {
 		if (o->ca_bundle_out != NULL) {
 			snprintf(err, errlen, "cannot write the CA bundle to %s", t->bundle_path);
 			return -1;
@@ -243,7 +242,9 @@ tls_new(const struct tls_opts *o, const struct config *cfg, char *err, size_t er
 	}
 	t->leaves = ca_cache_new(t->ca, 0);
 	if ((t->server = tls_server_ctx(t, err, errlen)) == NULL ||
-	    (t->client = tls_client_ctx(o->upstream_ca, err, errlen)) == NULL ||
+	    (t->client =
+	         tls_client_ctx(o->upstream_ca, o->system_ca ? o->system_ca : CA_SYSTEM_BUNDLE, err,
+	                        errlen)) == NULL ||
 	    tls_export(t, o, err, errlen) == -1)
 		goto fail;
 	return t;

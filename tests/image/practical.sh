@@ -121,5 +121,20 @@ fi
 AUDIT_OWNER=$(stat -c '%a' "$AUDIT" 2>/dev/null)
 expect_eq "$AUDIT_OWNER" 600 "the audit file is private to egressd's user"
 
+# A read-only root: the trust store is a link into /run, so clients still
+# trust the run CA through the system store alone, and nothing else is written.
+cat >"$T/ws/ro.sh" <<'EOT'
+echo "ro-store $(env -u SSL_CERT_FILE -u CURL_CA_BUNDLE -u SSL_CERT_DIR curl -s -o /dev/null -w '%{http_code}' --max-time 20 https://readonly.test/hello)"
+echo "ro-link $(readlink /etc/ssl/certs/ca-certificates.crt)"
+touch /etc/probe 2>/dev/null && echo "ro-root writable" || echo "ro-root read-only"
+EOT
+chmod 755 "$T/ws/ro.sh"
+box --read-only -- -- bash /workspace/ro.sh
+expect_eq "$RC" 0 "the sandbox starts on a read-only root ($(printf '%s' "$ERR" | tail -n 3))"
+expect_eq "$(row ro-store)" 200 "read-only root: the system store alone trusts the run CA"
+expect_eq "$(row ro-link)" /run/opencode-sandbox/ca/ca-bundle.pem "the store is a link to the run bundle"
+expect_eq "$(rest ro-root)" read-only "and the root really is read-only"
+expect_contains "$ERR" "is read-only: the payload's DNS goes to" "practical mode says what a read-only resolv.conf means"
+
 echo "practical done after $(elapsed)s"
 finish

@@ -234,6 +234,18 @@ stop_egressd
 expect_eq "$EXIT_RC" 0 "egressd exits 0 on SIGTERM ($(tail -n 3 "$EG_ERR"))"
 [ ! -e "$ca" ] && ok || bad "the per-run CA file is removed at exit"
 
+# --- --system-ca: the store for upstream verification and the head of the bundle ---
+start_egressd --config "$T/policy.yaml" --upstream-dns "$ORIGIN_DNS" --system-ca "$P/testca.pem" \
+    --ca-out "$T/sys-ca.pem" --ca-bundle-out "$T/sys-bundle.pem" || exit 1
+run pcurl --cacert "$T/sys-ca.pem" -o /dev/null -w '%{http_code}' https://origin.test/hello
+expect_eq "$OUT" 200 "upstream verified against --system-ca"
+expect_eq "$(grep -c 'BEGIN CERTIFICATE' "$T/sys-bundle.pem")" 2 "bundle = --system-ca + run CA"
+expect_eq "$(openssl x509 -in "$T/sys-bundle.pem" -noout -subject)" \
+    "$(openssl x509 -in "$P/testca.pem" -noout -subject)" "the bundle starts with the system store"
+run pcurl --cacert "$T/sys-ca.pem" -o /dev/null -w '%{http_code}' https://rogue.test/hello
+expect_eq "$OUT" 502 "and only that store: the rogue origin is still refused"
+stop_egressd
+
 # --- a persistent CA (--ca-cert/--ca-key): used as is; a key others can read is refused ---
 (umask 077 && openssl ecparam -name prime256v1 -genkey -noout -out "$P/dev.key")
 openssl req -x509 -new -key "$P/dev.key" -sha256 -days 30 -subj "/O=opencode-sandbox egressd/CN=dev CA" \

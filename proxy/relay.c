@@ -9,7 +9,6 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include <event2/buffer.h>
@@ -411,41 +410,29 @@ side_timeouts(struct conn_side *s, const struct timeval *r, const struct timeval
 
 /*
  * One read into the side's input. Returns the bytes read, 0 at EOF, -1 on
- * an error (errno set), or -2 when nothing was there after all.
+ * an error (errno set), or -2 when nothing was there after all. The read
+ * goes to the stack and only what came is added to the input: reserving a
+ * whole read's worth in the buffer first would allocate 16 KiB per read
+ * on every connection, for requests of a few hundred bytes, and leave the
+ * heap fragmented between the connections that stay open.
  */
 int
 side_read_socket(struct conn_side *s)
 {
 	struct evbuffer *in = bufferevent_get_input(s->bev);
-	struct evbuffer_iovec v[2];
-	struct iovec iov[2];
+	char buf[SIDE_READ_MAX];
 	ssize_t n;
-	size_t left;
-	int nv, i;
 
-	/* A bufferevent keeps the end of its input frozen except while it reads. */
-	evbuffer_unfreeze(in, 0);
-	if ((nv = evbuffer_reserve_space(in, SIDE_READ_MAX, v, 2)) <= 0) {
-		evbuffer_freeze(in, 0);
-		return -1;
-	}
-	for (i = 0; i < nv; i++) {
-		iov[i].iov_base = v[i].iov_base;
-		iov[i].iov_len = v[i].iov_len;
-	}
-	n = readv(bufferevent_getfd(s->bev), iov, nv);
+	n = read(bufferevent_getfd(s->bev), buf, sizeof buf);
 	if (n <= 0) {
-		evbuffer_freeze(in, 0);
 		if (n < 0 && (errno == EAGAIN || errno == EINTR))
 			return -2;
 		return n == 0 ? 0 : -1;
 	}
-	for (i = 0, left = (size_t)n; i < nv; i++) {
-		if (v[i].iov_len > left)
-			v[i].iov_len = left;
-		left -= v[i].iov_len;
-	}
-	evbuffer_commit_space(in, v, nv);
+	/* A bufferevent keeps the end of its input frozen except while it reads. */
+	evbuffer_unfreeze(in, 0);
+	if (evbuffer_add(in, buf, (size_t)n) == -1)
+		n = -1;
 	evbuffer_freeze(in, 0);
-	return n > INT32_MAX ? INT32_MAX : (int)n;
+	return (int)n;
 }

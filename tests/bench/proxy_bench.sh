@@ -95,6 +95,9 @@ log() { printf '%s\n' "$*" >&2; }
 install_peers() {
 	local p missing=""
 	for p in nginx haproxy privoxy squid tinyproxy; do
+		# squid-openssl (the HTTPS benchmark's squid) is a squid too.
+		[ "$p" = squid ] && dpkg-query -W -f='${Status}' squid-openssl 2>/dev/null |
+			grep -q 'install ok installed' && continue
 		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
 			missing="$missing $p"
 	done
@@ -329,7 +332,10 @@ median() {
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a != "" && b > 0) printf "%.2f", a / b; else printf "n/a" }'; }
 
-version_of() { dpkg-query -W -f='${Version}' "$1" 2>/dev/null || echo "?"; }
+version_of() {
+	dpkg-query -W -f='${Version}' "$1" 2>/dev/null ||
+		dpkg-query -W -f='${Version}' "$1-openssl" 2>/dev/null || echo "?"
+}
 
 # --- run --------------------------------------------------------------------
 

@@ -377,7 +377,7 @@ domain_name_normalise(const char *name, size_t len, int full, char *out, size_t 
 }
 
 /* libpsl is built with its list on Debian; otherwise load the packaged one. */
-static const psl_ctx_t *
+const psl_ctx_t *
 domain_psl(void)
 {
 	static psl_ctx_t *loaded;

@@ -75,6 +75,8 @@ struct domain_match {
 	const char *file;                   /* NULL: built in */
 	unsigned line;
 };
+struct psl_ctx_st; /* libpsl's psl_ctx_t */
+const struct psl_ctx_st *domain_psl(void);
 struct domain_set *domain_set_new(void);
 void domain_set_free(struct domain_set *);
 const char *domain_set_add(struct domain_set *, const char *, size_t, int, const char *, unsigned);

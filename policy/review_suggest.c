@@ -88,22 +88,6 @@ review_entry_add(struct review_entry *e, struct review_host *h)
 	e->nhosts++;
 }
 
-/* libpsl is built with its list on Debian; otherwise load the packaged one. */
-static const psl_ctx_t *
-review_suggest_psl(void)
-{
-	static psl_ctx_t *loaded;
-	static int tried;
-
-	if (psl_builtin() != NULL)
-		return psl_builtin();
-	if (!tried) {
-		tried = 1;
-		loaded = psl_latest(NULL);
-	}
-	return loaded;
-}
-
 /* The registrable domain a host may be grouped under, or NULL. */
 static const char *
 review_group_of(const psl_ctx_t *psl, const struct review_summary *exact, const char *name)
@@ -126,7 +110,7 @@ review_group_of(const psl_ctx_t *psl, const struct review_summary *exact, const 
 static struct review_entry *
 review_entries(struct review_collect *c, size_t *count, uint64_t *skipped)
 {
-	const psl_ctx_t *psl = review_suggest_psl();
+	const psl_ctx_t *psl = domain_psl();
 	struct review_host **v = review_summary_sorted(&c->viol);
 	struct review_entry *e;
 	const char **group;

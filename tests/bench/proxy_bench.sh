@@ -65,30 +65,10 @@ T=$(mktemp -d "${TMPDIR:-/tmp}/egress-bench.XXXXXX") || exit 1
 # Peers that drop privileges (squid, tinyproxy, privoxy, nginx workers) must reach their files.
 chmod 755 "$T"
 declare -A PID PORT STATUS RPS P50 P99 ERR KIB
-BG_PIDS=""
 
-# mine PID: true while PID is still a child of this shell (never signal a reused PID).
-mine() { [ "$(ps -o ppid= -p "$1" 2>/dev/null | tr -d ' ')" = "$$" ]; }
-
-cleanup() {
-	local p _
-	for p in $BG_PIDS; do
-		mine "$p" && kill -TERM "$p" 2>/dev/null
-	done
-	for p in $BG_PIDS; do
-		for _ in $(seq 1 30); do
-			mine "$p" || break
-			sleep 0.1
-		done
-		mine "$p" && kill -KILL "$p" 2>/dev/null
-		wait "$p" 2>/dev/null
-	done
-	rm -rf "$T"
-}
+. "$SRC_DIR/tests/bench/lib.sh"
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-
-log() { printf '%s\n' "$*" >&2; }
 
 # --- packages ---------------------------------------------------------------
 
@@ -118,25 +98,6 @@ install_peers() {
 
 # --- helpers ----------------------------------------------------------------
 
-port_open() { timeout 1 bash -c "exec 3<>/dev/tcp/127.0.0.1/$1" 2>/dev/null; }
-
-# free_port: sets FREE to an unused loopback port below the ephemeral range,
-# so the load generator's own source ports never collide with a listener.
-USED_PORTS=" "
-free_port() {
-	local _ p
-	for _ in $(seq 1 100); do
-		p=$((20000 + (RANDOM * 32768 + RANDOM) % 12000))
-		case "$USED_PORTS" in *" $p "*) continue ;; esac
-		if ! port_open "$p"; then
-			USED_PORTS="$USED_PORTS$p "
-			FREE=$p
-			return 0
-		fi
-	done
-	return 1
-}
-
 # render TEMPLATE OUT PORT: fills the placeholders of a peer config.
 render() {
 	sed -e "s|@DIR@|$T|g" -e "s|@PORT@|$3|g" -e "s|@ORIGIN_PORT@|$ORIGIN_PORT|g" \
@@ -144,54 +105,12 @@ render() {
 		-e "s|@TINYPROXY_USER@|$TINYPROXY_USER|" "$PEER_DIR/$1" >"$2"
 }
 
-# rss_kib PID: VmRSS summed over PID and its descendants (a few levels deep).
-rss_kib() {
-	local all="$1" level="$1" next p _ total=0 v
-	for _ in 1 2 3; do
-		next=""
-		for p in $level; do
-			next="$next $(ps -o pid= --ppid "$p" 2>/dev/null)"
-		done
-		[ -z "${next// /}" ] && break
-		all="$all $next"
-		level=$next
-	done
-	for p in $all; do
-		v=$(awk '/^VmRSS:/ { print $2 }' "/proc/$p/status" 2>/dev/null)
-		total=$((total + ${v:-0}))
-	done
-	echo "$total"
-}
-
-# start NAME PORT CMD...: runs a peer in the foreground of a background job
-# and waits (at most 10 s) for its port to accept connections.
-start() {
-	local name=$1 port=$2 _
-	shift 2
-	"$@" >"$T/$name.out" 2>&1 &
-	PID[$name]=$!
-	PORT[$name]=$port
-	BG_PIDS="$BG_PIDS $!"
-	for _ in $(seq 1 100); do
-		if ! kill -0 "${PID[$name]}" 2>/dev/null; then
-			STATUS[$name]="exited at start-up: $(tail -c 300 "$T/$name.out" | tr '\n' ' ')"
-			return 1
-		fi
-		port_open "$port" && return 0
-		sleep 0.1
-	done
-	STATUS[$name]="did not listen within 10 s"
-	return 1
-}
-
-have() { command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ]; }
-
 start_origin() {
 	free_port || { log "no free port"; exit 1; }
 	ORIGIN_PORT=$FREE
 	mkdir -p "$T/nginx"
 	render nginx-origin.conf "$T/nginx/nginx.conf" "$ORIGIN_PORT"
-	if ! start origin "$ORIGIN_PORT" nginx -e "$T/nginx/error.log" -p "$T/nginx" \
+	if ! start origin 127.0.0.1 "$ORIGIN_PORT" nginx -e "$T/nginx/error.log" -p "$T/nginx" \
 		-c "$T/nginx/nginx.conf" -g 'daemon off;'; then
 		log "origin nginx failed: ${STATUS[origin]}"
 		exit 1
@@ -217,7 +136,7 @@ start_peer() {
 		fi
 		cp "$PEER_DIR/egressd.yaml" "$T/egressd/egressd.yaml"
 		# --upstream-dns keeps even a stray lookup on loopback; 3> is the ready pipe.
-		start egressd "$port" "$BUILD_DIR/egressd" --config "$T/egressd/egressd.yaml" \
+		start egressd 127.0.0.1 "$port" "$BUILD_DIR/egressd" --config "$T/egressd/egressd.yaml" \
 			--proxy "127.0.0.1:$port" --audit "$T/egressd/audit.jsonl" \
 			--upstream-dns 127.0.0.1 --ready-fd 3 3>"$T/egressd/ready" || return 1
 		for _ in $(seq 1 50); do
@@ -230,28 +149,28 @@ start_peer() {
 	haproxy)
 		have haproxy || { STATUS[$name]="skipped: not installed"; return 1; }
 		render haproxy.cfg "$T/haproxy/haproxy.cfg" "$port"
-		start haproxy "$port" haproxy -db -f "$T/haproxy/haproxy.cfg"
+		start haproxy 127.0.0.1 "$port" haproxy -db -f "$T/haproxy/haproxy.cfg"
 		;;
 	privoxy)
 		have privoxy || { STATUS[$name]="skipped: not installed"; return 1; }
 		render privoxy.conf "$T/privoxy/privoxy.conf" "$port"
 		if [ "$(id -u)" -eq 0 ]; then
-			start privoxy "$port" privoxy --no-daemon --user nobody "$T/privoxy/privoxy.conf"
+			start privoxy 127.0.0.1 "$port" privoxy --no-daemon --user nobody "$T/privoxy/privoxy.conf"
 		else
-			start privoxy "$port" privoxy --no-daemon "$T/privoxy/privoxy.conf"
+			start privoxy 127.0.0.1 "$port" privoxy --no-daemon "$T/privoxy/privoxy.conf"
 		fi
 		;;
 	squid)
 		have squid || { STATUS[$name]="skipped: not installed"; return 1; }
 		render squid.conf "$T/squid/squid.conf" "$port"
 		[ "$(id -u)" -eq 0 ] && chown proxy "$T/squid"
-		start squid "$port" squid -N -f "$T/squid/squid.conf"
+		start squid 127.0.0.1 "$port" squid -N -f "$T/squid/squid.conf"
 		;;
 	tinyproxy)
 		have tinyproxy || { STATUS[$name]="skipped: not installed"; return 1; }
 		render tinyproxy.conf "$T/tinyproxy/tinyproxy.conf" "$port"
 		[ "$(id -u)" -eq 0 ] && chown nobody "$T/tinyproxy"
-		start tinyproxy "$port" tinyproxy -d -c "$T/tinyproxy/tinyproxy.conf"
+		start tinyproxy 127.0.0.1 "$port" tinyproxy -d -c "$T/tinyproxy/tinyproxy.conf"
 		;;
 	*)
 		STATUS[$name]="unknown peer"
@@ -272,19 +191,8 @@ loadgen_run() {
 }
 
 # field LINE KEY: the value of KEY=VALUE in a RESULT line.
-field() { printf '%s\n' "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"; }
 
 # check PEER: a short warm-up that must succeed before the peer is measured.
-check_peer() {
-	local line
-	line=$(loadgen_run "$1-check" "$1" --mode keepalive --connections 8 --duration 1)
-	if [ -z "$line" ] || [ "$(field "$line" requests)" = 0 ] ||
-		[ "$(field "$line" errors)" != 0 ]; then
-		STATUS[$1]="failed its check: $(head -c 300 "$T/$1-check.lg" | tr '\n' ' ')"
-		return 1
-	fi
-	STATUS[$1]=ok
-}
 
 # idle_mem PEER: KiB of the peer's RSS per idle keep-alive client connection.
 idle_mem() {
@@ -324,13 +232,6 @@ idle_mem() {
 }
 
 # median V...: the middle value (mean of the two middle ones for an even count).
-median() {
-	printf '%s\n' "$@" | grep . | sort -g |
-		awk '{ v[NR] = $1 } END { if (NR == 0) print ""; else if (NR % 2) print v[(NR + 1) / 2];
-			else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
-}
-
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a != "" && b > 0) printf "%.2f", a / b; else printf "n/a" }'; }
 
 version_of() {
 	dpkg-query -W -f='${Version}' "$1" 2>/dev/null ||

@@ -73,30 +73,10 @@ T=$(mktemp -d "${TMPDIR:-/tmp}/egress-tlsbench.XXXXXX") || exit 1
 # Peers that drop privileges (squid and its helpers, nginx workers) must reach their files.
 chmod 755 "$T"
 declare -A PID PORT STATUS CA RPS MIBS P50 P99 ERR KIB
-BG_PIDS=""
 
-# mine PID: true while PID is still a child of this shell (never signal a reused PID).
-mine() { [ "$(ps -o ppid= -p "$1" 2>/dev/null | tr -d ' ')" = "$$" ]; }
-
-cleanup() {
-	local p _
-	for p in $BG_PIDS; do
-		mine "$p" && kill -TERM "$p" 2>/dev/null
-	done
-	for p in $BG_PIDS; do
-		for _ in $(seq 1 30); do
-			mine "$p" || break
-			sleep 0.1
-		done
-		mine "$p" && kill -KILL "$p" 2>/dev/null
-		wait "$p" 2>/dev/null
-	done
-	rm -rf "$T"
-}
+. "$SRC_DIR/tests/bench/lib.sh"
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-
-log() { printf '%s\n' "$*" >&2; }
 
 # --- packages ---------------------------------------------------------------
 
@@ -124,72 +104,12 @@ install_peers() {
 
 # --- helpers ----------------------------------------------------------------
 
-port_open() { timeout 1 bash -c "exec 3<>/dev/tcp/$2/$1" 2>/dev/null; }
-
-# free_port: sets FREE to an unused loopback port below the ephemeral range.
-USED_PORTS=" "
-free_port() {
-	local _ p
-	for _ in $(seq 1 100); do
-		p=$((20000 + (RANDOM * 32768 + RANDOM) % 12000))
-		case "$USED_PORTS" in *" $p "*) continue ;; esac
-		if ! port_open "$p" 127.0.0.1; then
-			USED_PORTS="$USED_PORTS$p "
-			FREE=$p
-			return 0
-		fi
-	done
-	return 1
-}
-
 # render TEMPLATE OUT PORT: fills the placeholders of a peer config.
 render() {
 	sed -e "s|@DIR@|$T|g" -e "s|@PORT@|$3|g" -e "s|@ORIGIN_ADDR@|$ORIGIN_ADDR|g" \
 		-e "s|@NGINX_USER@|$NGINX_USER|" -e "s|@SQUID_USER@|$SQUID_USER|" \
 		"$PEER_DIR/$1" >"$2"
 }
-
-# rss_kib PID: VmRSS summed over PID and its descendants (a few levels deep).
-rss_kib() {
-	local all="$1" level="$1" next p _ total=0 v
-	for _ in 1 2 3; do
-		next=""
-		for p in $level; do
-			next="$next $(ps -o pid= --ppid "$p" 2>/dev/null)"
-		done
-		[ -z "${next// /}" ] && break
-		all="$all $next"
-		level=$next
-	done
-	for p in $all; do
-		v=$(awk '/^VmRSS:/ { print $2 }' "/proc/$p/status" 2>/dev/null)
-		total=$((total + ${v:-0}))
-	done
-	echo "$total"
-}
-
-# start NAME ADDR PORT CMD...: runs a peer in the foreground of a background
-# job and waits (at most 15 s) for ADDR:PORT to accept connections.
-start() {
-	local name=$1 addr=$2 port=$3 _
-	shift 3
-	"$@" >"$T/$name.out" 2>&1 &
-	PID[$name]=$!
-	PORT[$name]=$port
-	BG_PIDS="$BG_PIDS $!"
-	for _ in $(seq 1 150); do
-		if ! kill -0 "${PID[$name]}" 2>/dev/null; then
-			STATUS[$name]="exited at start-up: $(tail -c 300 "$T/$name.out" | tr '\n' ' ')"
-			return 1
-		fi
-		port_open "$port" "$addr" && return 0
-		sleep 0.1
-	done
-	STATUS[$name]="did not listen within 15 s"
-	return 1
-}
-
-have() { command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ]; }
 
 # mkca NAME: a self-signed RSA-2048 CA in $P/NAME.pem, $P/NAME.key.
 mkca() {
@@ -335,19 +255,8 @@ loadgen_run() {
 }
 
 # field LINE KEY: the value of KEY=VALUE in a RESULT line.
-field() { printf '%s\n' "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"; }
 
 # check PEER: a short warm-up that must succeed before the peer is measured.
-check_peer() {
-	local line
-	line=$(loadgen_run "$1-check" "$1" --mode keepalive --connections 8 --duration 1)
-	if [ -z "$line" ] || [ "$(field "$line" requests)" = 0 ] ||
-		[ "$(field "$line" errors)" != 0 ]; then
-		STATUS[$1]="failed its check: $(head -c 400 "$T/$1-check.lg" | tr '\n' ' ')"
-		return 1
-	fi
-	STATUS[$1]=ok
-}
 
 # idle_mem PEER: KiB of the peer's RSS per idle intercepted keep-alive connection.
 idle_mem() {
@@ -387,13 +296,6 @@ idle_mem() {
 }
 
 # median V...: the middle value (mean of the two middle ones for an even count).
-median() {
-	printf '%s\n' "$@" | grep . | sort -g |
-		awk '{ v[NR] = $1 } END { if (NR == 0) print ""; else if (NR % 2) print v[(NR + 1) / 2];
-			else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
-}
-
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a != "" && b > 0) printf "%.2f", a / b; else printf "n/a" }'; }
 
 # verdict VALUE OP LIMIT: yes or no (n/a when the value is missing).
 verdict() {

@@ -1,0 +1,114 @@
+# Shared by the benchmark scripts (proxy_bench.sh, tls_bench.sh): background
+# processes started and stopped under their own pid, free loopback ports,
+# RSS of a process tree, and the small statistics of the reports. The
+# sourcing script sets T (its temp dir), declares the associative arrays
+# PID, PORT and STATUS, and defines loadgen_run.
+
+BG_PIDS=""
+USED_PORTS=" "
+
+log() { printf '%s\n' "$*" >&2; }
+
+have() { command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ]; }
+
+# mine PID: PID is still a child of this script (not a reused pid).
+mine() { [ "$(ps -o ppid= -p "$1" 2>/dev/null | tr -d ' ')" = "$$" ]; }
+
+# cleanup: TERM then KILL every background process of ours, remove $T.
+cleanup() {
+	local p _
+	for p in $BG_PIDS; do
+		mine "$p" && kill -TERM "$p" 2>/dev/null
+	done
+	for p in $BG_PIDS; do
+		for _ in $(seq 1 30); do
+			mine "$p" || break
+			sleep 0.1
+		done
+		mine "$p" && kill -KILL "$p" 2>/dev/null
+		wait "$p" 2>/dev/null
+	done
+	rm -rf "$T"
+}
+
+# port_open PORT [ADDR]: something accepts on ADDR:PORT (default loopback).
+port_open() { timeout 1 bash -c "exec 3<>/dev/tcp/${2:-127.0.0.1}/$1" 2>/dev/null; }
+
+# free_port: sets FREE to an unused loopback port below the ephemeral range,
+# never one handed out before in this run.
+free_port() {
+	local _ p
+	for _ in $(seq 1 100); do
+		p=$((20000 + (RANDOM * 32768 + RANDOM) % 12000))
+		case "$USED_PORTS" in *" $p "*) continue ;; esac
+		if ! port_open "$p"; then
+			USED_PORTS="$USED_PORTS$p "
+			FREE=$p
+			return 0
+		fi
+	done
+	return 1
+}
+
+# start NAME ADDR PORT CMD...: runs CMD in the background and waits (15 s at
+# most) until it listens on ADDR:PORT; STATUS[NAME] says why when it fails.
+start() {
+	local name=$1 addr=$2 port=$3 _
+	shift 3
+	"$@" >"$T/$name.out" 2>&1 &
+	PID[$name]=$!
+	PORT[$name]=$port
+	BG_PIDS="$BG_PIDS $!"
+	for _ in $(seq 1 150); do
+		if ! kill -0 "${PID[$name]}" 2>/dev/null; then
+			STATUS[$name]="exited at start-up: $(tail -c 300 "$T/$name.out" | tr '\n' ' ')"
+			return 1
+		fi
+		port_open "$port" "$addr" && return 0
+		sleep 0.1
+	done
+	STATUS[$name]="did not listen within 15 s"
+	return 1
+}
+
+# rss_kib PID: resident KiB of PID and its children (three levels).
+rss_kib() {
+	local all="$1" level="$1" next p _ total=0 v
+	for _ in 1 2 3; do
+		next=""
+		for p in $level; do
+			next="$next $(ps -o pid= --ppid "$p" 2>/dev/null)"
+		done
+		[ -z "${next// /}" ] && break
+		all="$all $next"
+		level=$next
+	done
+	for p in $all; do
+		v=$(awk '/^VmRSS:/ { print $2 }' "/proc/$p/status" 2>/dev/null)
+		total=$((total + ${v:-0}))
+	done
+	echo "$total"
+}
+
+# field LINE NAME: the value of NAME= in a loadgen RESULT line.
+field() { printf '%s\n' "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"; }
+
+# check_peer NAME: a short keep-alive run through NAME must succeed.
+check_peer() {
+	local line
+	line=$(loadgen_run "$1-check" "$1" --mode keepalive --connections 8 --duration 1)
+	if [ -z "$line" ] || [ "$(field "$line" requests)" = 0 ] ||
+		[ "$(field "$line" errors)" != 0 ]; then
+		STATUS[$1]="failed its check: $(head -c 400 "$T/$1-check.lg" | tr '\n' ' ')"
+		return 1
+	fi
+	STATUS[$1]=ok
+}
+
+median() {
+	printf '%s\n' "$@" | grep . | sort -g |
+		awk '{ v[NR] = $1 } END { if (NR == 0) print ""; else if (NR % 2) print v[(NR + 1) / 2];
+			else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a != "" && b > 0) printf "%.2f", a / b; else printf "n/a" }'; }

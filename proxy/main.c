@@ -678,6 +678,7 @@ main(int argc, char **argv)
 	rc = 0;
 out:
 	conn_close_all(&e, "shutdown");
+	conn_exchange_pool_free(&e);
 	listener_free(e.proxy_lst);
 	listener_free(e.transparent_lst[0]);
 	listener_free(e.transparent_lst[1]);

@@ -190,6 +190,8 @@ struct egressd {
 	struct http_limits http;
 	struct upstream_pool *pool;
 	struct evbuffer *scratch; /* bytes on their way to a side, within one call */
+	struct exchange *xfree;   /* finished exchanges kept for reuse */
+	unsigned nxfree;
 	int draining;
 };
 
@@ -319,6 +321,8 @@ void conn_error(struct conn *, int, const char *, const char *);
 void conn_flush_close(struct conn *);
 void conn_exchange_done(struct conn *);
 void conn_tunnel(struct conn *);
+#define CONN_XFREE_MAX 64
+void conn_exchange_pool_free(struct egressd *);
 void conn_set_state(struct conn *, enum conn_state);
 
 /* transparent.c */

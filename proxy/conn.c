@@ -1038,8 +1038,8 @@ conn_event_cb(struct bufferevent *bev, short what, void *arg)
 }
 
 /* A plain side is readable: read it here, then run its bufferevent's callbacks. */
-static void
-conn_side_read_cb(evutil_socket_t fd, short what, void *arg)
+void
+conn_side_read(evutil_socket_t fd, short what, void *arg)
 {
 	struct conn_side *s = arg;
 	struct conn *c = s->conn;
@@ -1079,8 +1079,11 @@ conn_attach_upstream(struct conn *c, struct upstream *u)
 	 * enabling it again would register the socket for writability (and
 	 * unregister it after) for every request a pooled upstream carries.
 	 */
-	side_attach(&c->up, c->e->base, conn_side_read_cb);
-	side_read(&c->up, 1);
+	if (u->rd != NULL) {
+		u->side = &c->up;
+		side_attach_event(&c->up, u->rd);
+	} else
+		side_read(&c->up, 1);
 }
 
 /*
@@ -1261,7 +1264,7 @@ conn_new(struct egressd *e, int fd, const struct sockaddr *sa)
 	bufferevent_setcb(c->client.bev, conn_client_read_cb, conn_client_write_cb, conn_event_cb,
 	                  &c->client);
 	bufferevent_setwatermark(c->client.bev, EV_WRITE, RELAY_LOW_MARK, 0);
-	side_attach(&c->client, e->base, conn_side_read_cb);
+	side_attach(&c->client, e->base, conn_side_read);
 	return c;
 }
 

@@ -239,6 +239,7 @@ struct conn_side {
 	int throttled;    /* reading stopped for backpressure */
 	int plain;        /* a plain socket: relay_send may write to it directly */
 	struct event *rd; /* plain: our read event (the bufferevent's own stays off) */
+	int rd_owned;     /* rd is ours to free (else the upstream's) */
 	struct timeval rd_tmo;
 	int rd_has_tmo;
 	int rd_on;
@@ -324,6 +325,7 @@ void conn_tunnel(struct conn *);
 #define CONN_XFREE_MAX 64
 void conn_exchange_pool_free(struct egressd *);
 void conn_set_state(struct conn *, enum conn_state);
+void conn_side_read(evutil_socket_t, short, void *);
 
 /* transparent.c */
 void transparent_accept(struct egressd *, int, const struct sockaddr *);
@@ -340,6 +342,7 @@ void relay_send(struct conn_side *, const void *, size_t);
 void relay_send_buffer(struct conn_side *, struct evbuffer *);
 void relay_tunnel_eof(struct conn *, struct conn_side *);
 void side_attach(struct conn_side *, struct event_base *, event_callback_fn);
+void side_attach_event(struct conn_side *, struct event *);
 void side_detach(struct conn_side *);
 void side_read(struct conn_side *, int);
 void side_timeouts(struct conn_side *, const struct timeval *, const struct timeval *);
@@ -358,6 +361,14 @@ struct upstream {
 	struct upstream_pool *pool;
 	int reused; /* came from the pool */
 	int tls;    /* TLS to the upstream, verified */
+	/*
+	 * Plain upstreams are read through this event for their whole life,
+	 * by the connection they serve (side) or, while pooled, by the pool:
+	 * no epoll change as a connection takes one from the pool and gives
+	 * it back.
+	 */
+	struct event *rd;
+	struct conn_side *side;
 };
 enum upstream_err {
 	UPSTREAM_OK,

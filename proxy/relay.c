@@ -360,15 +360,27 @@ side_attach(struct conn_side *s, struct event_base *base, event_callback_fn cb)
 		return;
 	bufferevent_disable(s->bev, EV_READ);
 	s->rd = event_new(base, bufferevent_getfd(s->bev), EV_READ | EV_PERSIST, cb, s);
+	s->rd_owned = 1;
 	s->rd_on = 0;
+}
+
+/* Read a side through an event someone else owns, already added. */
+void
+side_attach_event(struct conn_side *s, struct event *ev)
+{
+	s->rd = ev;
+	s->rd_owned = 0;
+	s->rd_on = 1;
+	s->rd_has_tmo = 0;
 }
 
 void
 side_detach(struct conn_side *s)
 {
-	if (s->rd != NULL)
+	if (s->rd != NULL && s->rd_owned)
 		event_free(s->rd);
 	s->rd = NULL;
+	s->rd_owned = 0;
 	s->rd_on = 0;
 	s->rd_has_tmo = 0;
 }

@@ -143,6 +143,22 @@ upstream_finish(struct upstream_job *j, struct upstream *u, int err)
 	cb(arg, &r);
 }
 
+static void upstream_pool_drop(struct upstream_pool *, struct upstream *);
+
+/* A plain upstream is readable: its connection reads it, or, pooled, it is done. */
+static void
+upstream_rd_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct upstream *u = arg;
+
+	if (u->side != NULL) {
+		conn_side_read(fd, what, u->side);
+		return;
+	}
+	if (u->pool != NULL)
+		upstream_pool_drop(u->pool, u); /* an idle upstream that speaks or closes */
+}
+
 static struct upstream *
 upstream_new(struct upstream_job *j, struct bufferevent *bev, const struct addr *a)
 {
@@ -154,6 +170,12 @@ upstream_new(struct upstream_job *j, struct bufferevent *bev, const struct addr 
 	u->port = j->port;
 	u->tls = j->tls;
 	upstream_key(u->key, j->host.name, j->port);
+	if (!u->tls) {
+		bufferevent_disable(bev, EV_READ);
+		u->rd = event_new(j->e->base, bufferevent_getfd(bev), EV_READ | EV_PERSIST,
+		                  upstream_rd_cb, u);
+		event_add(u->rd, NULL);
+	}
 	return u;
 }
 
@@ -464,7 +486,11 @@ upstream_release(struct egressd *e, struct upstream *u, int reusable)
 	evtimer_add(u->idle_timer, &tv);
 	bufferevent_set_timeouts(u->bev, NULL, NULL);
 	bufferevent_setcb(u->bev, upstream_idle_read_cb, NULL, upstream_idle_event_cb, u);
-	bufferevent_enable(u->bev, EV_READ);
+	if (u->rd != NULL) {
+		u->side = NULL;
+		event_add(u->rd, NULL); /* pending again, without the connection's timeout */
+	} else
+		bufferevent_enable(u->bev, EV_READ);
 	TAILQ_INSERT_HEAD(&pool->buckets[b], u, entry);
 	pool->nbucket[b]++;
 	TAILQ_INSERT_HEAD(&pool->lru, u, lru_entry);
@@ -478,6 +504,8 @@ upstream_free(struct upstream *u)
 		return;
 	if (u->idle_timer != NULL)
 		event_free(u->idle_timer);
+	if (u->rd != NULL)
+		event_free(u->rd);
 	bufferevent_free(u->bev);
 	free(u);
 }

@@ -117,6 +117,19 @@ sock_text(const struct sockaddr_storage *ss, char *out, size_t len)
 		snprintf(out, len, "-");
 }
 
+/* The local address of a socket, as text ("-" when it has none). */
+void
+sock_local_text(int fd, char *out, size_t len)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof ss;
+
+	memset(&ss, 0, sizeof ss);
+	if (fd == -1 || getsockname(fd, (struct sockaddr *)&ss, &sl) == -1)
+		ss.ss_family = AF_UNSPEC;
+	sock_text(&ss, out, len);
+}
+
 /*
  * A socket the launcher passed down: LISTEN_PID must be us, the fds start
  * at 3, and LISTEN_FDNAMES (colon-separated) names them. type is

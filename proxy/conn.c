@@ -24,7 +24,6 @@
 
 static void conn_read_head(struct conn *);
 static void conn_upstream_cb(void *, struct upstream_result *);
-static void conn_tls_failed(struct conn *, const char *);
 
 static void
 conn_timer_cb(evutil_socket_t fd, short what, void *arg)
@@ -39,7 +38,7 @@ conn_timer_cb(evutil_socket_t fd, short what, void *arg)
 		conn_close(c, "request body timeout");
 		return;
 	case CONN_HANDSHAKE:
-		conn_tls_failed(c, "TLS handshake timed out");
+		intercept_tls_failed(c, "TLS handshake timed out");
 		return;
 	case CONN_PEEK:
 		conn_close(c, "redirected client sent nothing in time");
@@ -95,14 +94,14 @@ conn_set_state(struct conn *c, enum conn_state s)
 	evtimer_add(c->timer, &tv);
 }
 
-static const char *
+const char *
 conn_mode(const struct conn *c)
 {
 	return config_mode_name(policy_mode(c->policy));
 }
 
 /* The one audit event of an exchange or a tunnel. */
-static void
+void
 conn_audit(struct conn *c)
 {
 	struct audit_event ev;
@@ -158,7 +157,7 @@ conn_free_cb(evutil_socket_t fd, short what, void *arg)
 }
 
 /* Start an exchange at the first byte of a request head. */
-static void
+void
 conn_exchange_new(struct conn *c)
 {
 	struct egressd *e = c->e;
@@ -178,7 +177,7 @@ conn_exchange_new(struct conn *c)
  * End the exchange. Its state lives only while it runs, so an idle
  * keep-alive connection costs little more than its socket.
  */
-static void
+void
 conn_exchange_free(struct conn *c)
 {
 	struct exchange *x = c->x;
@@ -389,138 +388,6 @@ conn_body_encoded(const struct conn *c)
 	return ce != NULL && *ce != '\0' && strcasecmp(ce, "identity") != 0;
 }
 
-static void conn_proceed(struct conn *);
-static void conn_request_body(struct conn *, int);
-static void conn_client_read_cb(struct bufferevent *, void *);
-static void conn_client_write_cb(struct bufferevent *, void *);
-static void conn_event_cb(struct bufferevent *, short, void *);
-
-/*
- * How an allowed CONNECT is carried: NULL to intercept it, else the kind
- * of byte tunnel. Hosts in network.passthrough are tunnelled untouched;
- * so are allowlisted hosts on ports other than 443, where the allowlist
- * already permits everything and the protocol need not be TLS at all.
- */
-static const char *
-conn_tunnel_kind(struct conn *c)
-{
-	struct domain_match m;
-	const char *list = c->x->decision.list;
-
-	if (c->x->event != NULL)
-		return "tunnel"; /* transparent bytes that are not TLS */
-	if (c->x->host.kind == HOST_NAME && policy_passthrough(c->policy, &c->x->host, &m))
-		return "passthrough";
-	if (c->e->tls == NULL ||
-	    (list != NULL && strcmp(list, "allowlist") == 0 && c->x->port != 443))
-		return "tunnel";
-	return NULL;
-}
-
-/* One `tls` audit event: a handshake with the client that did not succeed. */
-static void
-conn_audit_tls(struct conn *c, const char *rule, const char *reason, const char *error,
-               const char *hint)
-{
-	struct audit_event ev;
-
-	audit_event_init(&ev);
-	ev.event = "tls";
-	ev.action = "block";
-	ev.rule = rule;
-	ev.source = rule != NULL ? "builtin" : NULL;
-	ev.reason = reason;
-	ev.mode = conn_mode(c);
-	ev.client = c->client_addr;
-	ev.host = c->dest->host.name;
-	ev.port = c->dest->port;
-	ev.sni = c->dest->sni[0] ? c->dest->sni : NULL;
-	ev.tls = "intercept";
-	ev.error = error;
-	ev.hint = hint;
-	audit_write(c->e->audit, &ev);
-}
-
-static void
-conn_tls_failed(struct conn *c, const char *error)
-{
-	char hint[1024];
-	const char *ca = tls_ca_path(c->e->tls), *bundle = tls_bundle_path(c->e->tls);
-
-	if (c->flags & CONN_F_SNI_MISMATCH) {
-		conn_audit_tls(c, "sni-mismatch",
-		               "the TLS server name differs from the CONNECT host", error, NULL);
-		conn_close(c, "SNI differs from the CONNECT host");
-		return;
-	}
-	hint[0] = '\0';
-	if (tls_error_is_trust(error))
-		snprintf(
-		    hint, sizeof hint,
-		    "the client may not trust egressd's CA: give it %s (NODE_EXTRA_CA_CERTS=%s; "
-		    "SSL_CERT_FILE, REQUESTS_CA_BUNDLE, CURL_CA_BUNDLE, GIT_SSL_CAINFO=%s)",
-		    ca, ca, bundle != NULL ? bundle : ca);
-	conn_audit_tls(c, NULL, "TLS handshake with the client failed", error,
-	               hint[0] ? hint : NULL);
-	conn_close(c, "TLS handshake failed");
-}
-
-/* The 200 is out: answer the client's TLS with a leaf for the CONNECT host. */
-static void
-conn_tls_start(struct conn *c)
-{
-	struct bufferevent *bev;
-
-	side_detach(&c->client); /* the socket goes to TLS */
-	bev = tls_accept(c->e->tls, c->e->base, c, &c->client.bev);
-	if (bev == NULL) {
-		conn_tls_failed(c, "cannot set up TLS for this host");
-		return;
-	}
-	c->client.bev = bev;
-	c->client.plain = 0;
-	bufferevent_setcb(bev, conn_client_read_cb, conn_client_write_cb, conn_event_cb,
-	                  &c->client);
-	bufferevent_setwatermark(bev, EV_WRITE, RELAY_LOW_MARK, 0);
-	bufferevent_enable(bev, EV_READ | EV_WRITE);
-	conn_set_state(c, CONN_HANDSHAKE);
-}
-
-/*
- * An allowed CONNECT that is intercepted: 200 at once (each request
- * inside gets its own upstream and decision), the CONNECT audited, then
- * TLS with the client. From here on the connection carries origin-form
- * requests for the CONNECT host only.
- */
-static void
-conn_intercept(struct conn *c)
-{
-	static const char established[] = "HTTP/1.1 200 Connection established\r\n\r\n";
-
-	if (evbuffer_get_length(bufferevent_get_input(c->client.bev)) > 0) {
-		conn_error(c, 400, "Bad Request", "bytes sent before the tunnel was established");
-		return;
-	}
-	if (c->dest == NULL)
-		c->dest = xcalloc(1, sizeof *c->dest);
-	c->dest->host = c->x->host;
-	c->dest->port = c->x->port;
-	c->x->status = 200;
-	c->x->tls = "intercept";
-	if (!(c->flags & CONN_F_TRANSPARENT))
-		relay_send(&c->client, established, sizeof established - 1);
-	conn_audit(c);
-	conn_exchange_free(c);
-	/* The CONNECT's own Connection header says nothing about the requests inside. */
-	c->flags = (c->flags & ~CONN_F_CLIENT_CLOSE) | CONN_F_TLS;
-	if (evbuffer_get_length(bufferevent_get_output(c->client.bev)) > 0) {
-		side_read(&c->client, 0);
-		conn_set_state(c, CONN_TLS_WAIT);
-		return;
-	}
-	conn_tls_start(c);
-}
-
 static void
 conn_decide(struct conn *c)
 {
@@ -547,7 +414,7 @@ conn_decide(struct conn *c)
 }
 
 /* Act on c->x->decision: answer 403, or get an upstream. */
-static void
+void
 conn_proceed(struct conn *c)
 {
 	if (c->x->host.kind == HOST_ADDR)
@@ -556,8 +423,8 @@ conn_proceed(struct conn *c)
 		conn_block(c);
 		return;
 	}
-	if (strcmp(c->x->req.method, "CONNECT") == 0 && conn_tunnel_kind(c) == NULL) {
-		conn_intercept(c);
+	if (strcmp(c->x->req.method, "CONNECT") == 0 && intercept_tunnel_kind(c) == NULL) {
+		intercept_start(c);
 		return;
 	}
 	/*
@@ -594,112 +461,6 @@ conn_hold_body(struct conn *c)
 	conn_decide(c);
 }
 
-/*
- * Whether a Host header names the intercepted host: the same name or
- * address, and the CONNECT port (443 may be left out).
- */
-static int
-conn_host_matches(const struct conn *c, const char *hv)
-{
-	const char *colon, *end = hv + strlen(hv);
-	struct host h;
-	unsigned long port = 443;
-	char *pend;
-
-	if (*hv == '[') {
-		if ((colon = strchr(hv, ']')) == NULL)
-			return 0;
-		colon = colon[1] == ':' ? colon + 1 : colon[1] == '\0' ? NULL : end;
-		if (colon == end)
-			return 0;
-	} else
-		colon = strrchr(hv, ':');
-	if (colon != NULL) {
-		if (colon[1] < '0' || colon[1] > '9')
-			return 0;
-		port = strtoul(colon + 1, &pend, 10);
-		if (*pend != '\0' || port > 65535)
-			return 0;
-		end = colon;
-	}
-	if (host_parse(hv, (size_t)(end - hv), &h) != NULL)
-		return 0;
-	return h.kind == c->dest->host.kind && strcmp(h.name, c->dest->host.name) == 0 &&
-	       port == c->dest->port;
-}
-
-/*
- * A request inside an intercepted connection: origin-form (or absolute
- * https:// for the same host), and its Host must be the CONNECT host, so
- * a tunnel opened for one name cannot carry requests for another on the
- * same server (domain fronting).
- */
-static void
-conn_request_inside(struct conn *c)
-{
-	const struct http_target *u = &c->x->req.uri;
-	const char *hv = http_msg_header(&c->x->req, "Host");
-
-	c->x->host = c->dest->host;
-	c->x->port = c->dest->port;
-	if (strcmp(c->x->req.method, "CONNECT") == 0 ||
-	    (u->form != HTTP_TARGET_ORIGIN && u->form != HTTP_TARGET_ABSOLUTE)) {
-		conn_error(c, 400, "Bad Request", "expected an origin-form request inside TLS");
-		return;
-	}
-	if (u->form == HTTP_TARGET_ABSOLUTE &&
-	    (strcmp(u->scheme, "https") != 0 || !conn_host_matches(c, u->authority))) {
-		conn_error(c, 421, "Misdirected Request",
-		           "the request names another host than the CONNECT");
-		return;
-	}
-	if (hv == NULL || !conn_host_matches(c, hv)) {
-		conn_error(c, 421, "Misdirected Request",
-		           "the Host header names another host than the CONNECT");
-		return;
-	}
-	c->x->authority = u->form == HTTP_TARGET_ABSOLUTE ? u->authority : hv;
-	conn_request_body(c, 0);
-}
-
-/*
- * A plain HTTP request redirected to the transparent listener: the host is
- * the Host header's (resolved by egressd, never the original address), the
- * port the one the client connected to. No Host: decided by the address.
- */
-static void
-conn_request_redirected(struct conn *c)
-{
-	const struct http_target *u = &c->x->req.uri;
-	const char *hv = http_msg_header(&c->x->req, "Host"), *err, *end;
-	size_t len;
-
-	if (strcmp(c->x->req.method, "CONNECT") == 0 ||
-	    (u->form != HTTP_TARGET_ORIGIN && u->form != HTTP_TARGET_ABSOLUTE)) {
-		conn_error(c, 400, "Bad Request", "expected an origin-form request");
-		return;
-	}
-	if (u->form == HTTP_TARGET_ABSOLUTE)
-		hv = u->authority;
-	c->x->port = c->dest->port;
-	if (hv == NULL || *hv == '\0') {
-		c->x->host = c->dest->host;
-		c->x->authority = c->dest->host.name;
-	} else {
-		if (*hv == '[')
-			end = strchr(hv, ']') ? strchr(hv, ']') + 1 : hv + strlen(hv);
-		else
-			end = strchr(hv, ':') ? strchr(hv, ':') : hv + strlen(hv);
-		len = (size_t)(end - hv);
-		if ((err = host_parse(hv, len, &c->x->host)) != NULL) {
-			conn_error(c, 400, "Bad Request", err);
-			return;
-		}
-		c->x->authority = hv;
-	}
-	conn_request_body(c, 0);
-}
-
 /* The head of a request is in: parse its target and decide or hold its body. */
 static void
 conn_request(struct conn *c)
@@ -709,11 +470,11 @@ conn_request(struct conn *c)
 
 	c->x->t_start = time_mono_ms();
 	if (c->flags & CONN_F_TLS) {
-		conn_request_inside(c);
+		intercept_request(c);
 		return;
 	}
 	if (c->flags & CONN_F_TRANSPARENT) {
-		conn_request_redirected(c);
+		transparent_request(c);
 		return;
 	}
 	if (!is_connect && c->x->req.uri.form != HTTP_TARGET_ABSOLUTE) {
@@ -738,7 +499,7 @@ conn_request(struct conn *c)
 }
 
 /* Set up the request body's framing, then decide or hold the body. */
-static void
+void
 conn_request_body(struct conn *c, int is_connect)
 {
 	char *q;
@@ -853,7 +614,7 @@ conn_exchange_done(struct conn *c)
 	conn_read_head(c);
 }
 
-static void
+void
 conn_client_read_cb(struct bufferevent *bev, void *arg)
 {
 	struct conn_side *s = arg;
@@ -883,7 +644,7 @@ conn_client_read_cb(struct bufferevent *bev, void *arg)
 	}
 }
 
-static void
+void
 conn_client_write_cb(struct bufferevent *bev, void *arg)
 {
 	struct conn_side *s = arg;
@@ -896,7 +657,7 @@ conn_client_write_cb(struct bufferevent *bev, void *arg)
 	}
 	if (c->state == CONN_TLS_WAIT) {
 		if (evbuffer_get_length(bufferevent_get_output(bev)) == 0)
-			conn_tls_start(c);
+			intercept_tls_start(c);
 		return;
 	}
 	if (c->up.throttled)
@@ -964,7 +725,7 @@ conn_retry(struct conn *c)
 	return 1;
 }
 
-static void
+void
 conn_event_cb(struct bufferevent *bev, short what, void *arg)
 {
 	struct conn_side *s = arg;
@@ -980,7 +741,7 @@ conn_event_cb(struct bufferevent *bev, short what, void *arg)
 			return;
 		}
 		tls_error(bev, why, sizeof why, &verify);
-		conn_tls_failed(c, why);
+		intercept_tls_failed(c, why);
 		return;
 	}
 	if (what & BEV_EVENT_TIMEOUT) {
@@ -1098,28 +859,6 @@ conn_is_websocket(const struct conn *c)
 	       http_list_has(c->x->req.upgrade, "websocket");
 }
 
-/* Upstream TLS failed: audited as a `tls` event besides the 502's `http` one. */
-static void
-conn_audit_tls_upstream(struct conn *c, const struct upstream_result *r)
-{
-	struct audit_event ev;
-
-	audit_event_init(&ev);
-	ev.event = "tls";
-	ev.action = "block";
-	ev.rule = r->verify ? "upstream-certificate" : "upstream-tls";
-	ev.source = "builtin";
-	ev.reason = r->verify ? "the upstream's certificate did not verify"
-	                      : "TLS with the upstream failed";
-	ev.mode = conn_mode(c);
-	ev.client = c->client_addr;
-	ev.host = c->x->host.name;
-	ev.port = c->x->port;
-	ev.tls = "intercept";
-	ev.error = r->detail;
-	audit_write(c->e->audit, &ev);
-}
-
 /* Send the request head and what is already here of its body. */
 static void
 conn_send_request(struct conn *c)
@@ -1183,7 +922,10 @@ conn_upstream_cb(void *arg, struct upstream_result *r)
 	if (r->err == UPSTREAM_E_TLS) {
 		snprintf(detail, sizeof detail, "upstream TLS with %s:%u failed: %s",
 		         c->x->host.name, c->x->port, r->detail);
-		conn_audit_tls_upstream(c, r);
+		intercept_audit(c, r->verify ? "upstream-certificate" : "upstream-tls",
+		                r->verify ? "the upstream's certificate did not verify"
+		                          : "TLS with the upstream failed",
+		                r->detail, NULL);
 		conn_error(c, 502, "Bad Gateway", detail);
 		return;
 	}
@@ -1202,7 +944,7 @@ conn_upstream_cb(void *arg, struct upstream_result *r)
 	conn_attach_upstream(c, r->u);
 	if (strcmp(c->x->req.method, "CONNECT") == 0) {
 		c->x->status = 200;
-		c->x->tls = conn_tunnel_kind(c);
+		c->x->tls = intercept_tunnel_kind(c);
 		if (!(c->flags & CONN_F_TRANSPARENT))
 			relay_send(&c->client, established, sizeof established - 1);
 		c->flags |= CONN_F_RESP_STARTED;
@@ -1286,47 +1028,6 @@ conn_start(struct conn *c)
 	side_read(&c->client, 1);
 	conn_set_state(c, CONN_READ_HEAD);
 	conn_read_head(c);
-}
-
-/*
- * Decide a connection the transparent listener classified: host (a name
- * from SNI, or the original address) and the original port, as a CONNECT
- * would be. kind is "connect" for TLS and "tcp" for bytes that are neither
- * TLS nor HTTP (decided by address alone).
- */
-void
-conn_transparent(struct conn *c, const struct host *h, uint16_t port, const char *kind)
-{
-	struct policy_request pr;
-
-	conn_exchange_new(c);
-	c->x->req.method = "CONNECT";
-	c->x->req_parsed = 1;
-	c->x->event = kind;
-	c->x->t_start = time_mono_ms();
-	c->x->host = *h;
-	c->x->port = port;
-	c->x->req_body.done = 1;
-	memset(&pr, 0, sizeof pr);
-	pr.host = &c->x->host;
-	pr.method = "CONNECT";
-	pr.port = port;
-	policy_decide(c->policy, &pr, &c->x->decision);
-	if (kind != NULL && c->x->decision.action != ACTION_BLOCK &&
-	    (c->x->decision.list == NULL || strcmp(c->x->decision.list, "allowlist") != 0)) {
-		/*
-		 * Bytes that are neither TLS nor HTTP carry no method or name to
-		 * decide by: only an address the allowlist names may receive them.
-		 */
-		c->x->decision.action = ACTION_BLOCK;
-		snprintf(c->x->decision.rule, sizeof c->x->decision.rule, "not-http-or-tls");
-		c->x->decision.list = NULL;
-		snprintf(c->x->decision.source, sizeof c->x->decision.source, "builtin");
-		snprintf(c->x->decision.reason, sizeof c->x->decision.reason,
-		         "a redirected connection that is neither TLS nor HTTP goes only to an "
-		         "allowlisted address");
-	}
-	conn_proceed(c);
 }
 
 /* SIGTERM: connections waiting for a request are closed now. */

@@ -230,7 +230,7 @@ egressd_dns_listen(struct egressd *e, struct egressd_opts *o, int udp[2], int tc
 			fprintf(stderr, "egressd: --dns %s: %s\n", addr, err);
 			return -1;
 		}
-		listen_local_text(udp[0], addr, sizeof addr);
+		sock_local_text(udp[0], addr, sizeof addr);
 		fprintf(stderr, "egressd: dns listening on %s (udp and tcp)\n", addr);
 	}
 	for (i = 0; i < 4; i++) {
@@ -515,13 +515,7 @@ egressd_listen(struct egressd *e, struct egressd_opts *o, char *shown, size_t le
 
 	if ((fd = sock_inherited("proxy", SOCK_STREAM, 0)) >= 0) {
 		/* The lines to paste need the address, not the descriptor. */
-		struct sockaddr_storage ss;
-		socklen_t sl = sizeof ss;
-
-		memset(&ss, 0, sizeof ss);
-		if (getsockname(fd, (struct sockaddr *)&ss, &sl) == -1)
-			ss.ss_family = AF_UNSPEC;
-		sock_text(&ss, shown, len);
+		sock_local_text(fd, shown, len);
 	} else {
 		if (o->proxy != NULL)
 			snprintf(addr, sizeof addr, "%s", o->proxy);

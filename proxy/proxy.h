@@ -243,6 +243,7 @@ struct conn_side {
 	struct timeval rd_tmo;
 	int rd_has_tmo;
 	int rd_on;
+	int rd_bulk; /* the last read filled its buffer: a body is streaming */
 };
 
 /*
@@ -314,7 +315,6 @@ struct conn {
 struct conn *conn_new(struct egressd *, int, const struct sockaddr *);
 void conn_accept(struct egressd *, int, const struct sockaddr *, socklen_t);
 void conn_start(struct conn *);
-void conn_transparent(struct conn *, const struct host *, uint16_t, const char *);
 void conn_close(struct conn *, const char *);
 void conn_drain_idle(struct egressd *);
 void conn_close_all(struct egressd *, const char *);
@@ -322,6 +322,24 @@ void conn_error(struct conn *, int, const char *, const char *);
 void conn_flush_close(struct conn *);
 void conn_exchange_done(struct conn *);
 void conn_tunnel(struct conn *);
+const char *conn_mode(const struct conn *);
+void conn_audit(struct conn *);
+void conn_exchange_new(struct conn *);
+void conn_exchange_free(struct conn *);
+void conn_request_body(struct conn *, int);
+void conn_proceed(struct conn *);
+struct bufferevent;
+void conn_client_read_cb(struct bufferevent *, void *);
+void conn_client_write_cb(struct bufferevent *, void *);
+void conn_event_cb(struct bufferevent *, short, void *);
+
+/* intercept.c */
+void intercept_audit(struct conn *, const char *, const char *, const char *, const char *);
+const char *intercept_tunnel_kind(struct conn *);
+void intercept_tls_failed(struct conn *, const char *);
+void intercept_tls_start(struct conn *);
+void intercept_start(struct conn *);
+void intercept_request(struct conn *);
 #define CONN_XFREE_MAX 64
 void conn_exchange_pool_free(struct egressd *);
 void conn_set_state(struct conn *, enum conn_state);
@@ -329,6 +347,8 @@ void conn_side_read(evutil_socket_t, short, void *);
 
 /* transparent.c */
 void transparent_accept(struct egressd *, int, const struct sockaddr *);
+void transparent_request(struct conn *);
+void transparent_decide(struct conn *, const struct host *, uint16_t, const char *);
 
 /* relay.c */
 #define RELAY_HIGH_MARK   (256 * 1024) /* stop reading a side past this much queued */

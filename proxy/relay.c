@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <event2/buffer.h>
@@ -372,6 +373,7 @@ side_attach_event(struct conn_side *s, struct event *ev)
 	s->rd_owned = 0;
 	s->rd_on = 1;
 	s->rd_has_tmo = 0;
+	s->rd_bulk = 0;
 }
 
 void
@@ -383,6 +385,7 @@ side_detach(struct conn_side *s)
 	s->rd_owned = 0;
 	s->rd_on = 0;
 	s->rd_has_tmo = 0;
+	s->rd_bulk = 0;
 }
 
 void
@@ -413,6 +416,8 @@ side_timeouts(struct conn_side *s, const struct timeval *r, const struct timeval
 		return;
 	}
 	bufferevent_set_timeouts(s->bev, NULL, w);
+	if (r == NULL && !s->rd_has_tmo)
+		return; /* no read timeout before or after: nothing to re-arm */
 	s->rd_has_tmo = r != NULL;
 	if (r != NULL)
 		s->rd_tmo = *r;
@@ -422,29 +427,55 @@ side_timeouts(struct conn_side *s, const struct timeval *r, const struct timeval
 
 /*
  * One read into the side's input. Returns the bytes read, 0 at EOF, -1 on
- * an error (errno set), or -2 when nothing was there after all. The read
+ * an error (errno set), or -2 when nothing was there after all. A read
  * goes to the stack and only what came is added to the input: reserving a
  * whole read's worth in the buffer first would allocate 16 KiB per read
  * on every connection, for requests of a few hundred bytes, and leave the
- * heap fragmented between the connections that stay open.
+ * heap fragmented between the connections that stay open. Once a read
+ * fills the whole buffer a body is streaming, and reads go straight into
+ * the input instead, saving the copy, until one comes back short.
  */
 int
 side_read_socket(struct conn_side *s)
 {
 	struct evbuffer *in = bufferevent_get_input(s->bev);
+	struct evbuffer_iovec v[2];
+	struct iovec iov[2];
 	char buf[SIDE_READ_MAX];
+	size_t left;
 	ssize_t n;
+	int nv = 0, i, err;
 
-	n = read(bufferevent_getfd(s->bev), buf, sizeof buf);
+	/* A bufferevent keeps the end of its input frozen except while it reads. */
+	evbuffer_unfreeze(in, 0);
+	if (s->rd_bulk && (nv = evbuffer_reserve_space(in, SIDE_READ_MAX, v, 2)) > 0) {
+		for (i = 0; i < nv; i++) {
+			iov[i].iov_base = v[i].iov_base;
+			iov[i].iov_len = v[i].iov_len;
+		}
+		n = readv(bufferevent_getfd(s->bev), iov, nv);
+	} else {
+		nv = 0;
+		n = read(bufferevent_getfd(s->bev), buf, sizeof buf);
+	}
+	err = errno;
+	if (n > 0 && nv > 0) {
+		for (i = 0, left = (size_t)n; i < nv; i++) {
+			if (v[i].iov_len > left)
+				v[i].iov_len = left;
+			left -= v[i].iov_len;
+		}
+		evbuffer_commit_space(in, v, nv);
+	} else if (n > 0 && evbuffer_add(in, buf, (size_t)n) == -1)
+		n = -1;
+	evbuffer_freeze(in, 0);
 	if (n <= 0) {
-		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		s->rd_bulk = 0;
+		errno = err;
+		if (n < 0 && (err == EAGAIN || err == EINTR))
 			return -2;
 		return n == 0 ? 0 : -1;
 	}
-	/* A bufferevent keeps the end of its input frozen except while it reads. */
-	evbuffer_unfreeze(in, 0);
-	if (evbuffer_add(in, buf, (size_t)n) == -1)
-		n = -1;
-	evbuffer_freeze(in, 0);
+	s->rd_bulk = n == SIDE_READ_MAX;
 	return (int)n;
 }

@@ -92,24 +92,83 @@ transparent_is_http(const unsigned char *b, size_t n)
 	return i > TRANSPARENT_METHOD_MAX ? 0 : -1;
 }
 
-static void
-transparent_audit_tls(struct conn *c, const char *reason, const char *error)
+/*
+ * A plain HTTP request redirected to the transparent listener: the host is
+ * the Host header's (resolved by egressd, never the original address), the
+ * port the one the client connected to. No Host: decided by the address.
+ */
+void
+transparent_request(struct conn *c)
 {
-	struct audit_event ev;
+	const struct http_target *u = &c->x->req.uri;
+	const char *hv = http_msg_header(&c->x->req, "Host"), *err, *end;
+	size_t len;
 
-	audit_event_init(&ev);
-	ev.event = "tls";
-	ev.action = "block";
-	ev.rule = "client-hello";
-	ev.source = "builtin";
-	ev.reason = reason;
-	ev.mode = config_mode_name(policy_mode(c->policy));
-	ev.client = c->client_addr;
-	ev.host = c->dest->host.name;
-	ev.port = c->dest->port;
-	ev.sni = c->dest->sni[0] ? c->dest->sni : NULL;
-	ev.error = error;
-	audit_write(c->e->audit, &ev);
+	if (strcmp(c->x->req.method, "CONNECT") == 0 ||
+	    (u->form != HTTP_TARGET_ORIGIN && u->form != HTTP_TARGET_ABSOLUTE)) {
+		conn_error(c, 400, "Bad Request", "expected an origin-form request");
+		return;
+	}
+	if (u->form == HTTP_TARGET_ABSOLUTE)
+		hv = u->authority;
+	c->x->port = c->dest->port;
+	if (hv == NULL || *hv == '\0') {
+		c->x->host = c->dest->host;
+		c->x->authority = c->dest->host.name;
+	} else {
+		if (*hv == '[')
+			end = strchr(hv, ']') ? strchr(hv, ']') + 1 : hv + strlen(hv);
+		else
+			end = strchr(hv, ':') ? strchr(hv, ':') : hv + strlen(hv);
+		len = (size_t)(end - hv);
+		if ((err = host_parse(hv, len, &c->x->host)) != NULL) {
+			conn_error(c, 400, "Bad Request", err);
+			return;
+		}
+		c->x->authority = hv;
+	}
+	conn_request_body(c, 0);
+}
+
+/*
+ * Decide a connection the transparent listener classified: host (a name
+ * from SNI, or the original address) and the original port, as a CONNECT
+ * would be. kind is "connect" for TLS and "tcp" for bytes that are neither
+ * TLS nor HTTP (decided by address alone).
+ */
+void
+transparent_decide(struct conn *c, const struct host *h, uint16_t port, const char *kind)
+{
+	struct policy_request pr;
+
+	conn_exchange_new(c);
+	c->x->req.method = "CONNECT";
+	c->x->req_parsed = 1;
+	c->x->event = kind;
+	c->x->t_start = time_mono_ms();
+	c->x->host = *h;
+	c->x->port = port;
+	c->x->req_body.done = 1;
+	memset(&pr, 0, sizeof pr);
+	pr.host = &c->x->host;
+	pr.method = "CONNECT";
+	pr.port = port;
+	policy_decide(c->policy, &pr, &c->x->decision);
+	if (kind != NULL && c->x->decision.action != ACTION_BLOCK &&
+	    (c->x->decision.list == NULL || strcmp(c->x->decision.list, "allowlist") != 0)) {
+		/*
+		 * Bytes that are neither TLS nor HTTP carry no method or name to
+		 * decide by: only an address the allowlist names may receive them.
+		 */
+		c->x->decision.action = ACTION_BLOCK;
+		snprintf(c->x->decision.rule, sizeof c->x->decision.rule, "not-http-or-tls");
+		c->x->decision.list = NULL;
+		snprintf(c->x->decision.source, sizeof c->x->decision.source, "builtin");
+		snprintf(c->x->decision.reason, sizeof c->x->decision.reason,
+		         "a redirected connection that is neither TLS nor HTTP goes only to an "
+		         "allowlisted address");
+	}
+	conn_proceed(c);
 }
 
 /* Decide what the peeked bytes are; 1 when more are needed. */
@@ -122,7 +181,8 @@ transparent_classify(struct conn *c, const unsigned char *b, size_t n)
 	switch (sni_parse(b, n, c->dest->sni, sizeof c->dest->sni, &err)) {
 	case SNI_MORE:
 		if (n >= TRANSPARENT_PEEK_MAX) {
-			transparent_audit_tls(c, "ClientHello too large", "ClientHello too large");
+			intercept_audit(c, "client-hello", "ClientHello too large",
+			                "ClientHello too large", NULL);
 			conn_close(c, "ClientHello too large");
 			return 0;
 		}
@@ -130,19 +190,19 @@ transparent_classify(struct conn *c, const unsigned char *b, size_t n)
 	case SNI_FOUND:
 		if ((err = host_parse(c->dest->sni, strlen(c->dest->sni), &h)) != NULL ||
 		    h.kind != HOST_NAME) {
-			transparent_audit_tls(c, "the TLS server name is not a host name",
-			                      err ? err : "an address as server name");
+			intercept_audit(c, "client-hello", "the TLS server name is not a host name",
+			                err ? err : "an address as server name", NULL);
 			conn_close(c, "bad server name");
 			return 0;
 		}
-		conn_transparent(c, &h, c->dest->port, NULL);
+		transparent_decide(c, &h, c->dest->port, NULL);
 		return 0;
 	case SNI_ABSENT:
 		/* No name: the original address is all there is to decide by. */
-		conn_transparent(c, &c->dest->host, c->dest->port, NULL);
+		transparent_decide(c, &c->dest->host, c->dest->port, NULL);
 		return 0;
 	case SNI_ERROR:
-		transparent_audit_tls(c, "malformed ClientHello", err);
+		intercept_audit(c, "client-hello", "malformed ClientHello", err, NULL);
 		conn_close(c, "malformed ClientHello");
 		return 0;
 	case SNI_NOT_TLS:
@@ -155,7 +215,7 @@ transparent_classify(struct conn *c, const unsigned char *b, size_t n)
 		conn_start(c);
 		return 0;
 	}
-	conn_transparent(c, &c->dest->host, c->dest->port, "tcp");
+	transparent_decide(c, &c->dest->host, c->dest->port, "tcp");
 	return 0;
 }
 

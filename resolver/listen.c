@@ -48,19 +48,6 @@ struct listen {
 	uint8_t buf[MSG_MAX + 1];
 };
 
-/* The local address of a socket, as text. */
-void
-listen_local_text(int fd, char *out, size_t len)
-{
-	struct sockaddr_storage ss;
-	socklen_t sl = sizeof ss;
-
-	memset(&ss, 0, sizeof ss);
-	if (fd == -1 || getsockname(fd, (struct sockaddr *)&ss, &sl) == -1)
-		ss.ss_family = AF_UNSPEC;
-	sock_text(&ss, out, len);
-}
-
 static int
 listen_socket(const struct sockaddr_storage *ss, socklen_t len, int type)
 {

@@ -198,7 +198,6 @@ void listen_stop(struct resolver *);
 void listen_reply(struct resolver *, const struct resolver_client *, const uint8_t *, size_t);
 void listen_hold(struct resolver_waiter *);
 void listen_release(struct resolver_waiter *);
-void listen_local_text(int, char *, size_t);
 
 /* forward.c */
 struct forward;

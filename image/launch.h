@@ -25,6 +25,12 @@
 
 /* nft.c */
 #define NFT_TABLE "opencode_sandbox"
+/*
+ * The NFLOG group the drop rules log to (rate-limited), read by egressd
+ * for the audit. Groups are per network namespace.
+ */
+#define NFT_LOG_GROUP 7
+#define NFT_LOG_RATE  "limit rate 20/second burst 50 packets"
 struct nft_rules {
 	enum policy_mode mode;
 	uid_t egress_uid;          /* the one uid that may leave (strict) */
@@ -74,6 +80,7 @@ enum spawn_listener {
 	SPAWN_TRANSPARENT6,
 	SPAWN_DNS6,
 	SPAWN_DNS_TCP6,
+	SPAWN_NFLOG, /* not a listener: the netlink socket of NFT_LOG_GROUP */
 	SPAWN_NLISTENERS,
 };
 struct spawn_egressd {
@@ -89,6 +96,7 @@ struct spawn_egressd {
 const char *spawn_find_egressd(const char *, char *, size_t);
 int spawn_supports(const char *, const char *);
 int spawn_bind_listeners(struct spawn_egressd *, char *, size_t);
+int spawn_open_nflog(struct spawn_egressd *, uint16_t, char *, size_t);
 void spawn_close_listeners(struct spawn_egressd *);
 void spawn_listen_env(const struct spawn_egressd *, char *, size_t, char *, size_t);
 int spawn_egressd_start(struct spawn_egressd *, const struct priv_user *, char *, size_t);

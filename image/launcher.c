@@ -320,6 +320,16 @@ launch_setup(struct launcher *l)
 		fprintf(stderr, "sandbox-init: cannot bind egressd's %s\n", err);
 		return -1;
 	}
+	/*
+	 * The rules hold without it: what is lost is the audit of the
+	 * packets they drop, which the rule's counter still counts.
+	 */
+	if (l->mode != MODE_PRACTICAL &&
+	    spawn_open_nflog(&l->eg, NFT_LOG_GROUP, err, sizeof err) == -1)
+		fprintf(stderr,
+		        "sandbox-init: warning: %s: packets the %s mode rules drop are counted "
+		        "but not audited\n",
+		        err, config_mode_name(l->mode));
 	ready = spawn_egressd_start(&l->eg, &l->egress, err, sizeof err);
 	spawn_close_listeners(&l->eg);
 	if (ready == -1) {

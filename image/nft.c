@@ -11,6 +11,11 @@
  * whatever is not loopback (other UDP and QUIC, ICMP, DNS over TLS on 853,
  * raw IP), egressd's uid alone going out. off: the filter chain drops
  * everything that is not loopback, for every uid. practical: no table.
+ * Before each drop a rate-limited log rule hands the packet to the NFLOG
+ * group egressd reads, so the drops are audited, not only counted. Only
+ * packets a process sent are logged ("meta skuid >= 0" does not match a
+ * packet without a socket): the kernel's own (a late ACK of a closed
+ * redirected connection, multicast listener reports) are dropped quietly.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,21 +62,25 @@ nft_rules_strict(const struct nft_rules *r, struct buf *b)
 	           "\t\tip6 daddr ::1 accept\n"
 	           "\t\ticmpv6 type { nd-router-solicit, nd-neighbor-solicit, "
 	           "nd-neighbor-advert } accept\n"
+	           "\t\tmeta skuid >= 0 " NFT_LOG_RATE " log prefix \"strict-drop\" group %u\n"
 	           "\t\tcounter packets 0 bytes 0 drop comment \"strict: not through egressd\"\n"
 	           "\t}\n",
-	           uid);
+	           uid, NFT_LOG_GROUP);
 }
 
 static void
 nft_rules_off(struct buf *b)
 {
-	buf_adds(b, "\tchain filter_output {\n"
-	            "\t\ttype filter hook output priority 0; policy drop;\n"
-	            "\t\toif \"lo\" accept\n"
-	            "\t\tip daddr 127.0.0.0/8 accept\n"
-	            "\t\tip6 daddr ::1 accept\n"
-	            "\t\tcounter packets 0 bytes 0 drop comment \"off: no network\"\n"
-	            "\t}\n");
+	buf_printf(b,
+	           "\tchain filter_output {\n"
+	           "\t\ttype filter hook output priority 0; policy drop;\n"
+	           "\t\toif \"lo\" accept\n"
+	           "\t\tip daddr 127.0.0.0/8 accept\n"
+	           "\t\tip6 daddr ::1 accept\n"
+	           "\t\tmeta skuid >= 0 " NFT_LOG_RATE " log prefix \"off-drop\" group %u\n"
+	           "\t\tcounter packets 0 bytes 0 drop comment \"off: no network\"\n"
+	           "\t}\n",
+	           NFT_LOG_GROUP);
 }
 
 /* The table as `nft list table` shows it; empty in practical mode. */

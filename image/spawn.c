@@ -13,6 +13,10 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
+#include <linux/netfilter/nfnetlink.h>
+#include <linux/netfilter/nfnetlink_log.h>
+#include <linux/netlink.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -29,7 +33,7 @@
 #define SPAWN_HELP_TIMEOUT 5000
 
 static const char *spawn_names[SPAWN_NLISTENERS] = {
-    "proxy", "transparent", "dns", "dns-tcp", "transparent", "dns", "dns-tcp",
+    "proxy", "transparent", "dns", "dns-tcp", "transparent", "dns", "dns-tcp", "nflog",
 };
 
 /*
@@ -168,7 +172,7 @@ spawn_bind_listeners(struct spawn_egressd *s, char *err, size_t errlen)
 	static const struct {
 		int af, type, which;
 		const char *what;
-	} tab[SPAWN_NLISTENERS] = {
+	} tab[SPAWN_NFLOG] = {
 	    {AF_INET, SOCK_STREAM, 0, "proxy listener"},
 	    {AF_INET, SOCK_STREAM, 1, "transparent listener"},
 	    {AF_INET, SOCK_DGRAM, 2, "DNS (UDP) socket"},
@@ -182,7 +186,7 @@ spawn_bind_listeners(struct spawn_egressd *s, char *err, size_t errlen)
 
 	for (i = 0; i < SPAWN_NLISTENERS; i++)
 		s->fds[i] = -1;
-	for (i = 0; i < SPAWN_NLISTENERS; i++) {
+	for (i = 0; i < SPAWN_NFLOG; i++) {
 		port = tab[i].which == 0   ? s->proxy_port
 		       : tab[i].which == 1 ? s->transparent_port
 		                           : s->dns_port;
@@ -198,6 +202,83 @@ spawn_bind_listeners(struct spawn_egressd *s, char *err, size_t errlen)
 		return -1;
 	}
 	return 0;
+}
+
+/* One netfilter configuration command for group, answered by an ack. */
+static int
+spawn_nflog_config(int fd, uint16_t group, uint16_t attr, const void *val, size_t vlen)
+{
+	unsigned char msg[64], ack[256];
+	struct nlmsghdr *h = (struct nlmsghdr *)(void *)msg, *r;
+	struct nfgenmsg *g;
+	struct nlattr *a;
+	struct nlmsgerr *e;
+	ssize_t n;
+
+	memset(msg, 0, sizeof msg);
+	h->nlmsg_len = NLMSG_HDRLEN + NLMSG_ALIGN(sizeof *g) + NLA_HDRLEN + NLA_ALIGN(vlen);
+	h->nlmsg_type = (NFNL_SUBSYS_ULOG << 8) | NFULNL_MSG_CONFIG;
+	h->nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK;
+	h->nlmsg_seq = attr;
+	g = (struct nfgenmsg *)(void *)(msg + NLMSG_HDRLEN);
+	g->nfgen_family = AF_UNSPEC;
+	g->version = NFNETLINK_V0;
+	g->res_id = htons(group);
+	a = (struct nlattr *)(void *)(msg + NLMSG_HDRLEN + NLMSG_ALIGN(sizeof *g));
+	a->nla_len = (uint16_t)(NLA_HDRLEN + vlen);
+	a->nla_type = attr;
+	memcpy((unsigned char *)a + NLA_HDRLEN, val, vlen);
+	if (send(fd, msg, h->nlmsg_len, 0) != (ssize_t)h->nlmsg_len)
+		return -1;
+	if ((n = recv(fd, ack, sizeof ack, 0)) < (ssize_t)(NLMSG_HDRLEN + sizeof *e))
+		return n < 0 ? -1 : (errno = EPROTO, -1);
+	r = (struct nlmsghdr *)(void *)ack;
+	if (r->nlmsg_type != NLMSG_ERROR) {
+		errno = EPROTO;
+		return -1;
+	}
+	e = (struct nlmsgerr *)(void *)(ack + NLMSG_HDRLEN);
+	if (e->error != 0) {
+		errno = -e->error;
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * The netlink socket egressd reads dropped packets from: bound to the
+ * NFLOG group here, where binding needs CAP_NET_ADMIN, copying the first
+ * 128 bytes of each packet (IP and transport headers).
+ */
+int
+spawn_open_nflog(struct spawn_egressd *s, uint16_t group, char *err, size_t errlen)
+{
+	struct sockaddr_nl sa;
+	struct nfulnl_msg_config_cmd cmd;
+	struct nfulnl_msg_config_mode mode;
+	int fd;
+
+	if ((fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_NETFILTER)) == -1)
+		goto fail;
+	memset(&sa, 0, sizeof sa);
+	sa.nl_family = AF_NETLINK;
+	if (bind(fd, (struct sockaddr *)&sa, sizeof sa) == -1)
+		goto fail;
+	cmd.command = NFULNL_CFG_CMD_BIND;
+	if (spawn_nflog_config(fd, group, NFULA_CFG_CMD, &cmd, sizeof cmd) == -1)
+		goto fail;
+	memset(&mode, 0, sizeof mode);
+	mode.copy_range = htonl(128);
+	mode.copy_mode = NFULNL_COPY_PACKET;
+	if (spawn_nflog_config(fd, group, NFULA_CFG_MODE, &mode, sizeof mode) == -1)
+		goto fail;
+	s->fds[SPAWN_NFLOG] = fd;
+	return 0;
+fail:
+	snprintf(err, errlen, "NFLOG group %u: %s", (unsigned)group, strerror(errno));
+	if (fd != -1)
+		close(fd);
+	return -1;
 }
 
 void

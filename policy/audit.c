@@ -81,6 +81,7 @@ audit_event_init(struct audit_event *ev)
 	    .bytes_up = -1,
 	    .bytes_down = -1,
 	    .duration_ms = -1,
+	    .uid = -1,
 	};
 }
 
@@ -565,6 +566,8 @@ audit_build(struct audit *a, const struct audit_event *ev)
 	audit_add_cstr(b, "sni", ev->sni, &truncated);
 	audit_add_cstr(b, "tls", ev->tls, &truncated);
 	audit_add_cstr(b, "hint", ev->hint, &truncated);
+	audit_add_cstr(b, "proto", ev->proto, &truncated);
+	audit_add_num(b, "uid", ev->uid);
 	if (ev->cached)
 		buf_adds(b, ",\"cached\":true");
 	if (truncated)

@@ -146,6 +146,8 @@ struct audit_event {
 	const char *tls;  /* intercept | passthrough | tunnel */
 	const char *hint; /* what the user can do about an error */
 	int cached;       /* 1: answered from the resolver cache */
+	const char *proto; /* packet events: tcp udp icmp icmpv6, or a number */
+	int64_t uid;       /* packet events: the sender's uid; < 0: absent */
 };
 void audit_event_init(struct audit_event *);
 struct audit *audit_open(const char *, char *, size_t);

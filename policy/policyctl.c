@@ -506,8 +506,8 @@ audit_signal_cb(int sig)
 	audit_stop = 1;
 }
 
-static const char *const audit_event_types[] = {"http", "connect", "tls",   "tcp",
-                                                "dns",  "daemon",  "policy"};
+static const char *const audit_event_types[] = {"http", "connect", "tls",    "tcp",
+                                                "dns",  "packet",  "daemon", "policy"};
 
 /* Append one --event value (a type, or several separated by commas). */
 static int

@@ -34,8 +34,9 @@ struct review_collect {
 };
 
 /*
- * Mode off blocks even the allowlist; reload events name no host. The
- * private-address guard yields to an exact name, never to a wildcard.
+ * Mode off blocks even the allowlist; reload events name no host; a packet
+ * the mode's rules dropped (UDP, QUIC, ICMP) no allowlist entry lets out.
+ * The private-address guard yields to an exact name, never to a wildcard.
  */
 static void
 review_suggest_cb(const struct review_event *ev, void *arg)
@@ -46,7 +47,8 @@ review_suggest_cb(const struct review_event *ev, void *arg)
 		return;
 	if (ev->rule != NULL && strcmp(ev->rule, "mode-off") == 0)
 		return;
-	if (strcmp(ev->event, "policy") == 0 || strcmp(ev->event, "daemon") == 0)
+	if (strcmp(ev->event, "policy") == 0 || strcmp(ev->event, "daemon") == 0 ||
+	    strcmp(ev->event, "packet") == 0)
 		return;
 	review_summary_add(&c->viol, ev);
 	if (ev->rule != NULL && strcmp(ev->rule, "private-address") == 0)

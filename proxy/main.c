@@ -506,6 +506,28 @@ egressd_listen_transparent(struct egressd *e, struct egressd_opts *o)
 	return 0;
 }
 
+/*
+ * The NFLOG socket sandbox-init bound for the packets its rules drop
+ * (strict and off mode), when it passed one: read for the audit.
+ */
+static void
+egressd_nflog(struct egressd *e)
+{
+	socklen_t len;
+	int fd, v;
+
+	if ((fd = sock_inherited("nflog", SOCK_RAW, 0)) < 0)
+		return;
+	len = sizeof v;
+	if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &v, &len) == -1 || v != AF_NETLINK) {
+		log_warnx("inherited fd %d (nflog) is not a netlink socket: ignored", fd);
+		close(fd);
+		return;
+	}
+	e->nflog = nflog_new(e, fd);
+	log_debug("dropped packets are audited (NFLOG fd %d)", fd);
+}
+
 /* Bind the proxy listener, or take the one the launcher passed down. */
 static int
 egressd_listen(struct egressd *e, struct egressd_opts *o, char *shown, size_t len)
@@ -537,6 +559,7 @@ egressd_listen(struct egressd *e, struct egressd_opts *o, char *shown, size_t le
 	}
 	if ((e->proxy_lst = listener_new(e, fd, 0)) == NULL)
 		return -1;
+	egressd_nflog(e);
 	return egressd_listen_transparent(e, o);
 }
 
@@ -676,6 +699,7 @@ out:
 	listener_free(e.proxy_lst);
 	listener_free(e.transparent_lst[0]);
 	listener_free(e.transparent_lst[1]);
+	nflog_free(e.nflog);
 	upstream_pool_free(e.pool);
 	resolver_free(e.resolver);
 	if (e.scratch)

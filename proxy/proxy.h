@@ -177,6 +177,7 @@ struct egressd {
 	size_t nfiles;
 	struct listener *proxy_lst;
 	struct listener *transparent_lst[2]; /* IPv4 and IPv6 */
+	struct nflog *nflog;                 /* packets the sandbox's rules dropped */
 	struct event *ev_hup;
 	struct event *ev_term;
 	struct event *ev_int;
@@ -197,6 +198,32 @@ struct egressd {
 
 /* main.c */
 void egressd_conn_gone(struct egressd *);
+
+/* nflog.c */
+struct nflog_packet {
+	char prefix[64]; /* the log rule's prefix: which rule dropped it */
+	int64_t uid;     /* the sending socket's uid; -1: none (kernel) */
+	int family;      /* 4 or 6 */
+	int proto;       /* IP protocol number; -1: not known */
+	char src[46], dst[46];
+	int sport, dport;             /* TCP and UDP; -1 otherwise */
+	int icmp_type;                /* ICMP and ICMPv6; -1 otherwise */
+	const unsigned char *payload; /* the packet, network header first */
+	size_t payload_len;
+};
+enum nflog_next {
+	NFLOG_NEXT_END,
+	NFLOG_NEXT_PACKET,
+	NFLOG_NEXT_SKIP,
+	NFLOG_NEXT_ERROR,
+};
+struct nflog;
+enum nflog_next nflog_next(const unsigned char **, size_t *, struct nflog_packet *, const char **);
+const char *nflog_decode_packet(const unsigned char *, size_t, struct nflog_packet *);
+const char *nflog_proto_name(const struct nflog_packet *, char *, size_t);
+const char *nflog_reason(const struct nflog_packet *, const char **);
+struct nflog *nflog_new(struct egressd *, int);
+void nflog_free(struct nflog *);
 
 /* listener.c */
 struct listener;

@@ -166,6 +166,20 @@ printf '%s\n' "$OUT" >"$T/empty.yaml"
 expect_contains "$OUT" "allowlist: []" "nothing to suggest"
 run "$POLICYCTL" check --config "$T/empty.yaml"
 expect_rc 0 "empty suggestion loads"
+# Packets the strict rules dropped (as egressd writes them from NFLOG) are
+# listed and filtered as packet events, but never turned into allowlist
+# entries: no entry would let UDP or QUIC out.
+P="$T/packets.jsonl"
+for port in 7 443; do
+	printf '{"v":1,"ts":"2026-11-29T23:38:33.789Z","seq":1,"event":"packet","action":"block","rule":"strict-drop","source":"nftables","reason":"dropped","mode":"strict","client":"198.18.0.2:35396","host":"198.18.0.9","port":%s,"proto":"udp","uid":1000,"prev":"x"}\n' "$port"
+done >"$P"
+run "$POLICYCTL" audit --json --event packet "$P"
+expect_eq "$(jqf .events)" 2 "--event packet"
+run "$POLICYCTL" audit --blocked "$P"
+expect_contains "$OUT" "block packet  198.18.0.9:443  rule strict-drop" "dropped packets listed as blocked"
+run "$POLICYCTL" audit --suggest "$P"
+expect_eq "$(printf '%s\n' "$OUT" | grep -c '198.18.0.9')" 0 "no allowlist entry suggested for dropped packets"
+expect_contains "$OUT" "allowlist: []" "the suggestion for dropped packets alone is empty"
 
 # --- follow: appended, rotated and truncated files; ends on a signal ---
 F="$T/live.jsonl"

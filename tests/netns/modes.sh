@@ -19,6 +19,12 @@ import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(
 try:
     s.sendto(b"x", ("198.18.0.1", 7)); print(s.recv(64).decode())
 except OSError as e: print("fail", e.__class__.__name__)')"
+r flood "$(python3 -c '
+import socket, time; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); n=0; t=time.time()
+for i in range(3000):
+    try: s.sendto(b"f", ("198.18.0.1", 9))
+    except OSError: n+=1
+print(n, round(time.time()-t, 2))')"
 r mode "$OPENCODE_SANDBOX_MODE"
 exit 0
 EOT
@@ -40,7 +46,24 @@ expect_absent "$INET" "http " "off: no HTTP request reached the internet"
 expect_absent "$INET" "udp " "off: no datagram reached the internet"
 TABLE=$(in_box nft list table inet opencode_sandbox 2>&1)
 expect_contains "$TABLE" 'comment "off: no network"' "off: the off table is in force"
-expect_absent "$TABLE" "skuid" "off: no uid may leave, egressd's included"
+expect_eq "$(printf '%s\n' "$TABLE" | grep -c 'skuid [0-9]* accept')" 0 \
+	"off: no uid may leave, egressd's included"
+# The drops are audited, and a flood of them is bounded by the rule's limit.
+offpkt() { # offpkt PROTO PORT: how many packet events match
+	jq -c --arg p "$1" --argjson port "$2" --argjson uid "$BOX_UID" \
+		'select(.event == "packet" and .proto == $p and .port == $port and .uid == $uid and
+			.rule == "off-drop" and .mode == "off" and .action == "block")' \
+		"$T/audit.jsonl" 2>/dev/null | wc -l
+}
+expect_ne "$(offpkt udp 7)" 0 "off: the UDP attempt is in the audit"
+expect_ne "$(offpkt tcp 80)" 0 "off: the direct TCP attempt is in the audit"
+FLOOD=$(offpkt udp 9)
+expect_eq "$(get flood | cut -d' ' -f1)" 3000 "off: every datagram of a flood is refused (EPERM)"
+if [ "$FLOOD" -ge 20 ] && [ "$FLOOD" -le 150 ]; then ok; else
+	bad "off: a flood of 3000 drops gives 20..150 audit events (limit 20/s, burst 50): $FLOOD"
+fi
+expect_contains "$(tail -1 "$T/audit.jsonl")" '"reason":"stopped"' \
+	"off: egressd flushed its audit and stopped cleanly after the flood"
 
 # practical (the off table from before is removed by nothing: start clean)
 in_box nft delete table inet opencode_sandbox

@@ -51,6 +51,18 @@ q=struct.pack("!HHHHHH",7,0x100,1,0,0,0)+b"\x08sidedoor\x04test\x00\x00\x01\x00\
 try:
     s.sendto(q, ("198.18.0.1", 53)); a=s.recv(512); print("rcode", a[3]&15, "answers", a[7])
 except OSError as e: print("fail", e.__class__.__name__)')"
+r icmp "$(python3 -c '
+import socket
+try:
+    s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM, socket.IPPROTO_ICMP); s.settimeout(2)
+    s.sendto(b"\x08\x00\x00\x00\x00\x01\x00\x01", ("198.18.0.1", 0)); print(s.recv(64))
+except OSError as e: print("fail", e.__class__.__name__)')"
+r icmp6 "$(python3 -c '
+import socket
+try:
+    s=socket.socket(socket.AF_INET6, socket.SOCK_DGRAM, socket.IPPROTO_ICMPV6); s.settimeout(2)
+    s.sendto(b"\x80\x00\x00\x00\x00\x01\x00\x01", ("2001:2::1", 0)); print(s.recv(64))
+except OSError as e: print("fail", e.__class__.__name__)')"
 r nft_list "$(nft list ruleset >/dev/null 2>&1 && echo open || echo refused)"
 r nft_flush "$(nft flush ruleset >/dev/null 2>&1 && echo open || echo refused)"
 EGPID=$(pgrep -u "$EG_UID" -x egressd | head -1)
@@ -64,6 +76,9 @@ exit 0
 EOT
 chmod 755 "$T/payload.sh"
 
+# Unprivileged ICMP echo sockets for every group, as on many hosts: the
+# rules, not the sysctl, must keep ICMP in.
+in_box sysctl -q -w net.ipv4.ping_group_range="0 2147483647"
 box_init --mode strict -- env EG_UID="$EG_UID" /bin/sh "$T/payload.sh"
 expect_eq "$RC" 0 "strict payload exit status"
 get() { printf '%s\n' "$OUT" | sed -n "s/^$1=//p" | head -1; }
@@ -79,6 +94,8 @@ expect_absent "$(get direct6)" "internet-origin" "direct IPv6 TCP does not reach
 expect_contains "$(get udp)" fail "UDP does not come back"
 expect_contains "$(get quic)" fail "QUIC (UDP 443) does not come back"
 expect_contains "$(get dot)" fail "DNS over TLS (853) does not connect"
+expect_contains "$(get icmp)" fail "ICMP echo does not come back"
+expect_contains "$(get icmp6)" fail "ICMPv6 echo does not come back"
 expect_absent "$(get dns_direct)" "answers 1" "direct DNS gets no outside answer"
 expect_eq "$(get nft_list)" refused "payload cannot list the ruleset"
 expect_eq "$(get nft_flush)" refused "payload cannot flush the ruleset"
@@ -105,6 +122,23 @@ expect_contains "$TABLE" "policy drop" "everything else dropped"
 
 AUDIT=$(cat "$T/audit.jsonl" 2>/dev/null)
 expect_contains "$AUDIT" '"host":"blocked.test"' "the blocked request is audited"
+
+# Packets the rules drop are in the audit: who sent what where, and why.
+pkt() { # pkt PROTO PORT|null HOST: the first matching packet event
+	jq -c --arg p "$1" --argjson port "$2" --arg h "$3" --argjson uid "$BOX_UID" \
+		'select(.event == "packet" and .proto == $p and (.port // null) == $port and
+			.host == $h and .uid == $uid and .action == "block" and
+			.rule == "strict-drop" and .mode == "strict")' "$T/audit.jsonl" 2>/dev/null | head -1
+}
+expect_ne "$(pkt udp 7 198.18.0.1)" "" "UDP attempt in the audit (proto, port, uid)"
+expect_contains "$(pkt udp 443 198.18.0.1)" "QUIC" "QUIC attempt in the audit, named as QUIC"
+expect_contains "$(pkt tcp 853 198.18.0.1)" "DNS over TLS" "DNS-over-TLS attempt in the audit"
+expect_contains "$(pkt icmp null 198.18.0.1)" "ICMP" "ICMP attempt in the audit"
+expect_ne "$(pkt icmpv6 null 2001:2::1)" "" "ICMPv6 attempt in the audit"
+expect_eq "$(jq -c "select(.event == \"packet\" and .uid == $EG_UID)" "$T/audit.jsonl" | head -1)" "" \
+	"egressd's own packets are never dropped nor logged"
+expect_eq "$(jq -c 'select(.event == "packet" and .uid == null)' "$T/audit.jsonl" | head -1)" "" \
+	"packets the kernel sends on its own (no socket, no uid) are not audited"
 
 if egressd_has --transparent; then
 	expect_eq "$(get transparent)" "internet-origin" "allowed host without proxy variables (transparent)"

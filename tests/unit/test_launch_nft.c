@@ -49,6 +49,11 @@ test_strict_text(void **state)
 	assert_true(strstr(t, "oif \"lo\" accept") < strstr(t, "udp dport 53"));
 	assert_true(strstr(t, "meta skuid 997") < strstr(t, "udp dport 53"));
 	assert_null(strstr(t, "udp dport 443"));
+	/* Dropped packets go to egressd's NFLOG group first, rate-limited. */
+	assert_non_null(strstr(t, "meta skuid >= 0 limit rate 20/second burst 50 packets log "
+	                          "prefix \"strict-drop\" group 7\n"));
+	assert_true(strstr(t, "log prefix") < strstr(t, "drop comment"));
+	assert_true(strstr(t, "meta skuid 997 accept\n\t\tip daddr") < strstr(t, "log prefix"));
 	free(t);
 }
 
@@ -62,9 +67,12 @@ test_off_text(void **state)
 	t = build(&r);
 	assert_non_null(strstr(t, "policy drop;"));
 	assert_non_null(strstr(t, "oif \"lo\" accept"));
-	assert_null(strstr(t, "skuid"));    /* no uid may leave */
+	assert_null(strstr(t, "skuid 997")); /* no uid may leave */
+	assert_null(strstr(t, "skuid 0 "));
 	assert_null(strstr(t, "redirect")); /* nothing is served from outside */
 	assert_null(strstr(t, "nat"));
+	assert_non_null(strstr(t, "log prefix \"off-drop\" group 7\n"));
+	assert_true(strstr(t, "log prefix") < strstr(t, "drop comment"));
 	free(t);
 }
 

@@ -76,6 +76,13 @@ for t in curl python3 node git; do
 	expect_eq "$(row trust-$t)" ok "strict selftest: $t trusts the run CA through egressd"
 done
 [ "$RC" = 0 ] || printf '%s\n%s\n' "$OUT" "$ERR" | tail -n 30 >&2
+# The probes the rules dropped are in the audit, with the payload's uid.
+for door in "udp 443 quic" "tcp 853 dns-over-tls" "udp 7 udp"; do
+	set -- $door
+	expect_eq "$(jq -c "select(.event == \"packet\" and .proto == \"$1\" and .port == $2 and
+		.uid == 1000 and .rule == \"strict-drop\") | .host" "$T/state/audit-events.jsonl" \
+		2>/dev/null | head -1)" '"198.18.0.1"' "strict selftest: the dropped $3 probe is in the audit log"
+done
 
 # Without NET_ADMIN: refused, CMD never ran.
 rm -f "$T/ws/ran"

@@ -18,36 +18,7 @@ IMAGE=${OPENCODE_SANDBOX_TEST_IMAGE:-localhost/opencode-sandbox:test}
 BASE_IMAGE=localhost/debian-base:bookworm
 OPENCODE_VERSION=$(sed -n 's/^ARG OPENCODE_VERSION=//p' "$SRC_DIR/image/Containerfile" | head -n 1)
 
-PASS=0
-FAIL=0
-ok() { PASS=$((PASS + 1)); }
-bad() {
-	FAIL=$((FAIL + 1))
-	printf 'FAIL: %s\n' "$*" >&2
-}
-expect_eq() { # expect_eq GOT WANT LABEL
-	if [ "$1" = "$2" ]; then ok; else bad "$3: got '$1', want '$2'"; fi
-}
-expect_contains() { # expect_contains TEXT NEEDLE LABEL
-	case "$1" in
-	*"$2"*) ok ;;
-	*) bad "$3: '$2' not in:"$'\n'"$1" ;;
-	esac
-}
-expect_absent() { # expect_absent TEXT NEEDLE LABEL
-	case "$1" in
-	*"$2"*) bad "$3: '$2' found in:"$'\n'"$1" ;;
-	*) ok ;;
-	esac
-}
-finish() {
-	printf '%d passed, %d failed\n' "$PASS" "$FAIL"
-	[ "$FAIL" -eq 0 ]
-}
-skip() {
-	printf 'SKIP: %s\n' "$*"
-	exit 0
-}
+. "$SRC_DIR/tests/lib/expect.sh"
 
 [ "$(id -u)" -eq 0 ] || skip "needs root (podman with nftables inside containers)"
 for tool in podman debootstrap openssl python3; do
@@ -63,6 +34,7 @@ LIB_CONTAINERS=""
 
 lib_cleanup() {
 	local c
+	rm -f "$EXPECT_UNKNOWN"
 	for c in $LIB_CONTAINERS; do
 		podman rm -f -t 0 "$c" >/dev/null 2>&1
 	done

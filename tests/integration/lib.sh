@@ -17,20 +17,14 @@ T=$(mktemp -d "${TMPDIR:-/tmp}/egress-it.XXXXXX")
 LIB_PIDS=""
 lib_cleanup() {
 	local p
+	rm -f "$EXPECT_UNKNOWN"
 	for p in $LIB_PIDS; do
 		kill -KILL "$p" 2>/dev/null && wait "$p" 2>/dev/null
 	done
 	rm -rf "$T"
 }
 trap lib_cleanup EXIT
-PASS=0
-FAIL=0
-
-ok() { PASS=$((PASS + 1)); }
-bad() {
-	FAIL=$((FAIL + 1))
-	printf 'FAIL: %s\n' "$*" >&2
-}
+. "$SRC_DIR/tests/lib/expect.sh"
 
 # run CMD...: runs a command, leaving OUT (stdout), ERR (stderr) and RC.
 run() {
@@ -42,23 +36,6 @@ run() {
 
 expect_rc() { # expect_rc WANT LABEL
 	if [ "$RC" -eq "$1" ]; then ok; else bad "$2: exit $RC, want $1 (stderr: $ERR)"; fi
-}
-
-expect_line() { # expect_line TEXT LINE LABEL: TEXT has LINE as a whole line
-	if printf '%s\n' "$1" | grep -qxF -- "$2"; then ok; else
-		bad "$3: no line '$2' in:"$'\n'"$1"
-	fi
-}
-
-expect_contains() { # expect_contains TEXT NEEDLE LABEL
-	case "$1" in
-	*"$2"*) ok ;;
-	*) bad "$3: '$2' not in:"$'\n'"$1" ;;
-	esac
-}
-
-expect_eq() { # expect_eq GOT WANT LABEL
-	if [ "$1" = "$2" ]; then ok; else bad "$3: got '$1', want '$2'"; fi
 }
 
 # jqf FILTER: apply a jq filter to OUT.
@@ -182,8 +159,4 @@ audit_last() { jq -c "select($1)" "$EG_AUDIT" | tail -n 1; }
 # asan_build: true when egressd was built with AddressSanitizer.
 asan_build() { grep -q __asan_init "$EGRESSD" 2>/dev/null; }
 
-finish() {
-	echo "$PASS passed, $FAIL failed"
-	[ "$FAIL" -eq 0 ]
-	exit $?
-}
+

@@ -12,46 +12,7 @@ SANDBOX_INIT="$BUILD_DIR/sandbox-init"
 EGRESSD="$BUILD_DIR/egressd"
 export PYTHONDONTWRITEBYTECODE=1
 
-PASS=0
-FAIL=0
-PENDING=0
-ok() { PASS=$((PASS + 1)); }
-bad() {
-	FAIL=$((FAIL + 1))
-	printf 'FAIL: %s\n' "$*" >&2
-}
-# pending FEATURE LABEL: an assertion written but waiting on an egressd feature.
-pending() {
-	PENDING=$((PENDING + 1))
-	printf 'PENDING (%s): %s\n' "$1" "$2" >&2
-}
-expect_eq() { # expect_eq GOT WANT LABEL
-	if [ "$1" = "$2" ]; then ok; else bad "$3: got '$1', want '$2'"; fi
-}
-expect_ne() { # expect_ne GOT UNWANTED LABEL
-	if [ "$1" != "$2" ]; then ok; else bad "$3: got '$1'"; fi
-}
-expect_contains() { # expect_contains TEXT NEEDLE LABEL
-	case "$1" in
-	*"$2"*) ok ;;
-	*) bad "$3: '$2' not in:"$'\n'"$1" ;;
-	esac
-}
-expect_absent() { # expect_absent TEXT NEEDLE LABEL
-	case "$1" in
-	*"$2"*) bad "$3: '$2' found in:"$'\n'"$1" ;;
-	*) ok ;;
-	esac
-}
-finish() {
-	printf '%d passed, %d failed, %d pending\n' "$PASS" "$FAIL" "$PENDING"
-	[ "$FAIL" -eq 0 ]
-}
-
-skip() {
-	printf 'SKIP: %s\n' "$*"
-	exit 0
-}
+. "$SRC_DIR/tests/lib/expect.sh"
 [ "$(id -u)" -eq 0 ] || skip "needs root (network namespaces, nftables)"
 for tool in ip nft python3 curl setpriv; do
 	command -v "$tool" >/dev/null || skip "needs $tool"
@@ -70,6 +31,7 @@ LIB_USERS=""
 
 lib_cleanup() {
 	local p u
+	rm -f "$EXPECT_UNKNOWN"
 	for p in $LIB_PIDS; do
 		kill -KILL "$p" 2>/dev/null
 		wait "$p" 2>/dev/null

@@ -1,5 +1,5 @@
 /*
- * # build: gcc -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Wshadow -Wstrict-prototypes -Wformat=2 -Wno-unused-parameter tests/bench/loadgen.c -o loadgen $(pkg-config --cflags --libs libevent libevent_openssl libssl libcrypto)
+ * # build: gcc -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Wshadow -Wstrict-prototypes -Wformat=2 -Wno-unused-parameter tests/bench/loadgen.c tests/bench/loadgen_http.c tests/bench/loadgen_tls.c -o loadgen $(pkg-config --cflags --libs libevent libevent_openssl libssl libcrypto)
  *
  * loadgen: the HTTP/1.1 load generator of the benchmarks. One libevent loop
  * drives N connections to an origin, directly or through an explicit proxy
@@ -12,158 +12,22 @@
  * and OpenSSL only), so it can be built and run against any proxy without
  * the rest of the tree.
  */
-#include <sys/types.h>
-#include <sys/resource.h>
-#include <sys/socket.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <arpa/inet.h>
-#include <ctype.h>
-#include <errno.h>
-#include <getopt.h>
-#include <inttypes.h>
-#include <limits.h>
-#include <signal.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <strings.h>
-#include <time.h>
-#include <unistd.h>
-
-#include <event2/buffer.h>
-#include <event2/bufferevent.h>
-#include <event2/bufferevent_ssl.h>
-#include <event2/event.h>
-#include <openssl/err.h>
-#include <openssl/ssl.h>
-#include <openssl/x509v3.h>
-
-#define LG_HEAD_MAX   (64 * 1024) /* a response head past this is a parse error */
-#define LG_CHUNK_LINE 1024        /* longest chunk-size line accepted */
-#define LG_URL_MAX    2048
-#define LG_RETRY_MS   10 /* pause after a failed request so a dead target is not hammered */
-#define LG_SUB_BITS   6
-#define LG_SUB        (1 << LG_SUB_BITS)
-#define LG_MAG_MAX    40 /* 2^40 ns, about 18 minutes: longer latencies share the last bucket */
-#define LG_BUCKETS    (LG_SUB + (LG_MAG_MAX - LG_SUB_BITS + 1) * LG_SUB)
-#define LG_HOST_MAX   253
-#define LG_TLS_NOTES  3 /* TLS failures explained on stderr, so a broken setup says why */
-
-enum lg_mode { LG_KEEPALIVE, LG_CLOSE, LG_IDLE };
-
-enum lg_state {
-	LG_HEAD,
-	LG_BODY,
-	LG_CHUNK_SIZE,
-	LG_CHUNK_DATA,
-	LG_CHUNK_CRLF,
-	LG_TRAILER,
-	LG_UNTIL_EOF,
-	LG_HOLD, /* idle mode: one response read, connection kept open and quiet */
-};
-
-/*
- * How an https connection gets ready: TCP first (and a CONNECT exchange
- * through a proxy) on a plain bufferevent, then its descriptor moves to a
- * TLS bufferevent.
- */
-enum lg_setup { LG_S_NONE, LG_S_TCP, LG_S_TUNNEL };
-
-enum lg_err {
-	LG_E_CONNECT,
-	LG_E_STATUS,
-	LG_E_TIMEOUT,
-	LG_E_PARSE,
-	LG_E_CLOSED,
-	LG_E_TLS,
-	LG_E_MAX
-};
-static const char *const lg_err_names[LG_E_MAX] = {"connect", "status", "timeout",
-                                                   "parse",   "closed", "tls"};
-
-/* Log-linear histogram: exact below 64 ns, then 64 sub-buckets per power of two (<1.6% error). */
-struct lg_hist {
-	uint64_t counts[LG_BUCKETS];
-	uint64_t total;
-	uint64_t max;
-};
-
-struct lg_conn {
-	struct loadgen *lg;
-	struct bufferevent *bev;
-	struct event *retry;
-	enum lg_state state;
-	uint64_t start_ns;
-	uint64_t left;     /* body or chunk bytes still to come */
-	size_t head_bytes; /* trailer bytes seen, bounded like a head */
-	int status;
-	int reusable;
-	int connected;
-	int in_flight;
-	int got_bytes;       /* some of the current response has arrived */
-	int resent;          /* the current request was already resent once */
-	uint64_t served;     /* responses read on this TCP connection */
-	enum lg_setup setup; /* not LG_S_NONE: bev is the plain bufferevent of the set-up */
-	int tls_up;          /* the TLS handshake of this connection is done */
-};
-
-struct loadgen {
-	struct event_base *base;
-	struct event *stop_ev;
-	struct event *sigint_ev;
-	struct event *sigterm_ev;
-	struct sockaddr_in dst; /* where TCP goes: the proxy, or the origin */
-	char *request;
-	size_t request_len;
-	char *tunnel; /* the CONNECT request, for https through a proxy */
-	size_t tunnel_len;
-	SSL_CTX *ssl_ctx;           /* NULL for plain http */
-	char host[LG_HOST_MAX + 1]; /* the https server name: SNI and certificate check */
-	int host_is_ip;
-	uint64_t handshakes;
-	uint64_t body_bytes;
-	int tls_notes;
-	const char *name;
-	enum lg_mode mode;
-	int nconns;
-	double duration;
-	double timeout;
-	uint64_t max_requests; /* 0: no cap */
-	uint64_t issued;
-	uint64_t finished;
-	uint64_t completed;
-	uint64_t errors[LG_E_MAX];
-	uint64_t connects;
-	uint64_t resends;
-	int held;        /* idle mode: connections parked after one request */
-	int not_kept;    /* idle mode: the peer would not keep the connection */
-	int held_closed; /* idle mode: parked connections the peer closed */
-	int ready;       /* idle mode: READY line printed */
-	int stopping;
-	uint64_t t_start;
-	uint64_t t_end;
-	struct lg_hist hist;
-	struct lg_conn *conns;
-};
+#include "loadgen.h"
 
 static void lg_conn_start(struct lg_conn *);
 static int lg_conn_open(struct lg_conn *);
-static void lg_read_cb(struct bufferevent *, void *);
-static void lg_event_cb(struct bufferevent *, short, void *);
-static void lg_conn_tls(struct lg_conn *);
-static void lg_tunnel_read(struct lg_conn *, struct evbuffer *);
-static void lg_tls_note(struct loadgen *, struct bufferevent *);
 
-static void
+static const char *const lg_err_names[LG_E_MAX] = {"connect", "status", "timeout",
+                                                   "parse",   "closed", "tls"};
+
+void
 lg_die(const char *msg)
 {
 	fprintf(stderr, "loadgen: %s\n", msg);
 	exit(2);
 }
 
-static void *
+void *
 lg_calloc(size_t n, size_t size)
 {
 	void *p;
@@ -279,7 +143,7 @@ lg_conn_drop(struct lg_conn *c)
 }
 
 /* Queues the request unless the connection is still being set up (it is sent at the hand-off). */
-static void
+void
 lg_conn_send(struct lg_conn *c)
 {
 	if (c->bev != NULL && c->setup == LG_S_NONE)
@@ -300,7 +164,7 @@ lg_idle_check(struct loadgen *lg)
 }
 
 /* One request is over, well or badly: decide what the connection does next. */
-static void
+void
 lg_conn_done(struct lg_conn *c, int err)
 {
 	struct loadgen *lg = c->lg;
@@ -350,7 +214,7 @@ lg_retry_cb(evutil_socket_t fd, short what, void *arg)
 	lg_conn_start(arg);
 }
 
-static void
+void
 lg_conn_response(struct lg_conn *c)
 {
 	struct loadgen *lg = c->lg;
@@ -363,251 +227,7 @@ lg_conn_response(struct lg_conn *c)
 	lg_conn_done(c, -1);
 }
 
-/* Whether the comma-separated list [v, end) has token tok (case-insensitive). */
-static int
-lg_list_has(const char *v, const char *end, const char *tok, int last_only)
-{
-	const char *t, *e;
-	size_t n = strlen(tok);
-	int found = 0;
-
-	while (v < end) {
-		for (t = v; t < end && (*t == ' ' || *t == '\t' || *t == ','); t++)
-			;
-		for (e = t; e < end && *e != ','; e++)
-			;
-		v = e;
-		while (e > t && (e[-1] == ' ' || e[-1] == '\t'))
-			e--;
-		if (e == t)
-			continue;
-		found = (size_t)(e - t) == n && strncasecmp(t, tok, n) == 0;
-		if (found && !last_only)
-			return 1;
-	}
-	return found;
-}
-
-/* Sets the framing flags from one header line (not NUL-terminated). -1 if malformed. */
-static int
-lg_parse_header(struct lg_conn *c, const char *line, size_t len, int *keep10, int *te, int64_t *cl)
-{
-	const char *colon, *v, *end = line + len;
-	size_t nlen;
-	int64_t n;
-
-	if (len == 0 || line[0] == ' ' || line[0] == '\t')
-		return -1; /* obsolete line folding is refused */
-	if ((colon = memchr(line, ':', len)) == NULL || colon == line)
-		return -1;
-	nlen = (size_t)(colon - line);
-	for (v = colon + 1; v < end && (*v == ' ' || *v == '\t'); v++)
-		;
-	while (end > v && (end[-1] == ' ' || end[-1] == '\t'))
-		end--;
-	if (nlen == 14 && strncasecmp(line, "content-length", 14) == 0) {
-		if (v == end || end - v > 18)
-			return -1;
-		for (n = 0; v < end; v++) {
-			if (*v < '0' || *v > '9')
-				return -1;
-			n = n * 10 + (*v - '0');
-		}
-		if (*cl >= 0 && *cl != n)
-			return -1;
-		*cl = n;
-	} else if (nlen == 17 && strncasecmp(line, "transfer-encoding", 17) == 0) {
-		/* Chunked frames the body only as the last coding; otherwise read to EOF. */
-		*te = lg_list_has(v, end, "chunked", 1) ? 1 : 2;
-	} else if (nlen == 10 && strncasecmp(line, "connection", 10) == 0) {
-		if (lg_list_has(v, end, "close", 0))
-			c->reusable = 0;
-		if (lg_list_has(v, end, "keep-alive", 0))
-			*keep10 = 1;
-	}
-	return 0;
-}
-
-/*
- * Parses one complete response head of hlen bytes (ending CRLF CRLF) and
- * sets the body state. Returns 1 for an interim 1xx head, 0 or -1.
- */
-static int
-lg_parse_head(struct lg_conn *c, const char *p, size_t hlen)
-{
-	const char *end = p + hlen - 2, *eol;
-	int http10, keep10 = 0, te = 0;
-	int64_t cl = -1;
-
-	if (hlen < 14 || strncmp(p, "HTTP/1.", 7) != 0 || (p[7] != '0' && p[7] != '1') ||
-	    p[8] != ' ')
-		return -1;
-	if (p[9] < '1' || p[9] > '5' || p[10] < '0' || p[10] > '9' || p[11] < '0' || p[11] > '9' ||
-	    (p[12] != ' ' && p[12] != '\r'))
-		return -1;
-	http10 = p[7] == '0';
-	c->status = (p[9] - '0') * 100 + (p[10] - '0') * 10 + (p[11] - '0');
-	c->reusable = 1;
-	if ((eol = memmem(p, (size_t)(end - p), "\r\n", 2)) == NULL)
-		return -1;
-	for (p = eol + 2; p < end; p = eol + 2) {
-		if ((eol = memmem(p, (size_t)(end - p), "\r\n", 2)) == NULL)
-			return -1;
-		if (lg_parse_header(c, p, (size_t)(eol - p), &keep10, &te, &cl) == -1)
-			return -1;
-	}
-	if (http10 && !keep10)
-		c->reusable = 0;
-	if (c->status == 101)
-		return -1; /* never asked for an upgrade */
-	if (c->status < 200)
-		return 1;
-	if (c->status == 204 || c->status == 304) {
-		c->state = LG_BODY;
-		c->left = 0;
-	} else if (te == 1) {
-		c->state = LG_CHUNK_SIZE;
-		c->reusable = c->reusable && cl < 0;
-	} else if (te == 2 || cl < 0) {
-		c->state = LG_UNTIL_EOF;
-		c->reusable = 0;
-	} else {
-		c->state = LG_BODY;
-		c->left = (uint64_t)cl;
-	}
-	c->head_bytes = 0;
-	return 0;
-}
-
-/* Reads a CRLF-terminated line of at most max bytes into buf; 0 if incomplete, -1 if too long. */
-static int
-lg_take_line(struct evbuffer *in, char *buf, size_t max, size_t *len)
-{
-	struct evbuffer_ptr pos;
-	size_t eol_len;
-
-	pos = evbuffer_search_eol(in, NULL, &eol_len, EVBUFFER_EOL_CRLF_STRICT);
-	if (pos.pos < 0)
-		return evbuffer_get_length(in) > max ? -1 : 0;
-	if ((size_t)pos.pos > max)
-		return -1;
-	evbuffer_remove(in, buf, (size_t)pos.pos);
-	evbuffer_drain(in, eol_len);
-	*len = (size_t)pos.pos;
-	return 1;
-}
-
-/* Chunk-size line: hex digits, then optional extensions. */
-static int
-lg_parse_chunk_size(struct lg_conn *c, const char *line, size_t len)
-{
-	uint64_t n = 0;
-	size_t i;
-	int d;
-
-	for (i = 0; i < len; i++) {
-		if (line[i] >= '0' && line[i] <= '9')
-			d = line[i] - '0';
-		else if ((line[i] | 0x20) >= 'a' && (line[i] | 0x20) <= 'f')
-			d = (line[i] | 0x20) - 'a' + 10;
-		else
-			break;
-		if (i >= 15)
-			return -1;
-		n = n * 16 + (uint64_t)d;
-	}
-	if (i == 0 || (i < len && line[i] != ';' && line[i] != ' ' && line[i] != '\t'))
-		return -1;
-	c->left = n;
-	c->state = n == 0 ? LG_TRAILER : LG_CHUNK_DATA;
-	return 0;
-}
-
-static int
-lg_parse_step_head(struct lg_conn *c, struct evbuffer *in)
-{
-	struct evbuffer_ptr pos;
-	size_t hlen;
-	int r;
-
-	pos = evbuffer_search(in, "\r\n\r\n", 4, NULL);
-	if (pos.pos < 0)
-		return evbuffer_get_length(in) > LG_HEAD_MAX ? -1 : 0;
-	hlen = (size_t)pos.pos + 4;
-	if (hlen > LG_HEAD_MAX)
-		return -1;
-	r = lg_parse_head(c, (const char *)evbuffer_pullup(in, (ssize_t)hlen), hlen);
-	evbuffer_drain(in, hlen);
-	if (r == -1)
-		return -1;
-	return 1; /* an interim head also means: go round again */
-}
-
-/*
- * Advances the response state machine over what has arrived. Returns 1
- * when a response is complete, 0 when more bytes are needed, -1 on a
- * framing error.
- */
-static int
-lg_parse(struct lg_conn *c, struct evbuffer *in)
-{
-	char line[LG_CHUNK_LINE + 1];
-	size_t len, n;
-	int r;
-
-	for (;;) {
-		switch (c->state) {
-		case LG_HEAD:
-			if ((r = lg_parse_step_head(c, in)) <= 0)
-				return r;
-			break;
-		case LG_BODY:
-		case LG_CHUNK_DATA:
-			n = evbuffer_get_length(in);
-			if (n > c->left)
-				n = (size_t)c->left;
-			evbuffer_drain(in, n);
-			c->lg->body_bytes += n;
-			c->left -= n;
-			if (c->left > 0)
-				return 0;
-			if (c->state == LG_BODY)
-				return 1;
-			c->state = LG_CHUNK_CRLF;
-			break;
-		case LG_CHUNK_CRLF:
-			if (evbuffer_get_length(in) < 2)
-				return 0;
-			evbuffer_remove(in, line, 2);
-			if (line[0] != '\r' || line[1] != '\n')
-				return -1;
-			c->state = LG_CHUNK_SIZE;
-			break;
-		case LG_CHUNK_SIZE:
-			if ((r = lg_take_line(in, line, LG_CHUNK_LINE, &len)) <= 0)
-				return r;
-			if (lg_parse_chunk_size(c, line, len) == -1)
-				return -1;
-			break;
-		case LG_TRAILER:
-			if ((r = lg_take_line(in, line, LG_CHUNK_LINE, &len)) <= 0)
-				return r;
-			if (len == 0)
-				return 1;
-			if ((c->head_bytes += len + 2) > LG_HEAD_MAX)
-				return -1;
-			break;
-		case LG_UNTIL_EOF:
-			c->lg->body_bytes += evbuffer_get_length(in);
-			evbuffer_drain(in, evbuffer_get_length(in));
-			return 0;
-		case LG_HOLD:
-			return -1; /* nothing is owed on a parked connection */
-		}
-	}
-}
-
-static void
+void
 lg_read_cb(struct bufferevent *bev, void *arg)
 {
 	struct lg_conn *c = arg;
@@ -640,7 +260,7 @@ lg_read_cb(struct bufferevent *bev, void *arg)
 	lg_conn_response(c);
 }
 
-static void
+void
 lg_event_cb(struct bufferevent *bev, short what, void *arg)
 {
 	struct lg_conn *c = arg;
@@ -700,112 +320,6 @@ lg_event_cb(struct bufferevent *bev, short what, void *arg)
 		lg_conn_done(c, LG_E_CONNECT);
 	else
 		lg_conn_done(c, LG_E_CLOSED);
-}
-
-/* Explains a failed handshake on stderr, a few times per run, then only counts. */
-static void
-lg_tls_note(struct loadgen *lg, struct bufferevent *bev)
-{
-	char buf[256] = "the peer closed the connection";
-	unsigned long e;
-	SSL *ssl;
-	long vr;
-
-	if (lg->tls_notes >= LG_TLS_NOTES)
-		return;
-	lg->tls_notes++;
-	if ((e = bufferevent_get_openssl_error(bev)) != 0)
-		ERR_error_string_n(e, buf, sizeof buf);
-	ssl = bufferevent_openssl_get_ssl(bev);
-	vr = ssl != NULL ? SSL_get_verify_result(ssl) : X509_V_OK;
-	fprintf(stderr, "loadgen: TLS handshake failed: %s%s%s\n", buf, vr != X509_V_OK ? ": " : "",
-	        vr != X509_V_OK ? X509_verify_cert_error_string(vr) : "");
-}
-
-/*
- * The TCP connection (and tunnel) is ready: its descriptor leaves the
- * plain bufferevent for a TLS one that verifies the server's chain
- * against the given CA and its name against the URL's host.
- */
-static void
-lg_conn_tls(struct lg_conn *c)
-{
-	struct loadgen *lg = c->lg;
-	struct bufferevent *bev;
-	struct timeval tv;
-	evutil_socket_t fd = bufferevent_getfd(c->bev);
-	SSL *ssl;
-	int ok;
-
-	bufferevent_disable(c->bev, EV_READ | EV_WRITE);
-	bufferevent_free(c->bev);
-	c->bev = NULL;
-	c->setup = LG_S_NONE;
-	if ((ssl = SSL_new(lg->ssl_ctx)) == NULL) {
-		close(fd);
-		lg_conn_done(c, LG_E_TLS);
-		return;
-	}
-	if (lg->host_is_ip)
-		ok = X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), lg->host) == 1;
-	else
-		ok = SSL_set_tlsext_host_name(ssl, lg->host) == 1 &&
-		     SSL_set1_host(ssl, lg->host) == 1;
-	bev = ok ? bufferevent_openssl_socket_new(lg->base, fd, ssl, BUFFEREVENT_SSL_CONNECTING,
-	                                          BEV_OPT_CLOSE_ON_FREE)
-	         : NULL;
-	if (bev == NULL) {
-		SSL_free(ssl);
-		close(fd);
-		lg_conn_done(c, LG_E_TLS);
-		return;
-	}
-	/* Peers that end a connection-per-request exchange without close_notify are not wrong. */
-	bufferevent_openssl_set_allow_dirty_shutdown(bev, 1);
-	c->bev = bev;
-	bufferevent_setcb(bev, lg_read_cb, NULL, lg_event_cb, c);
-	tv.tv_sec = (time_t)lg->timeout;
-	tv.tv_usec = (suseconds_t)((lg->timeout - (double)tv.tv_sec) * 1e6);
-	bufferevent_set_timeouts(bev, &tv, &tv);
-	bufferevent_enable(bev, EV_READ | EV_WRITE);
-	if (c->in_flight)
-		lg_conn_send(c);
-}
-
-/* The proxy's answer to CONNECT: a 2xx head and nothing after it, then TLS starts. */
-static void
-lg_tunnel_read(struct lg_conn *c, struct evbuffer *in)
-{
-	struct evbuffer_ptr pos;
-	const char *p;
-	size_t hlen;
-
-	c->got_bytes = 1;
-	pos = evbuffer_search(in, "\r\n\r\n", 4, NULL);
-	if (pos.pos < 0) {
-		if (evbuffer_get_length(in) > LG_HEAD_MAX)
-			lg_conn_done(c, LG_E_PARSE);
-		return;
-	}
-	hlen = (size_t)pos.pos + 4;
-	if (hlen > LG_HEAD_MAX || hlen < 14 || evbuffer_get_length(in) != hlen) {
-		lg_conn_done(c, LG_E_PARSE);
-		return;
-	}
-	p = (const char *)evbuffer_pullup(in, (ssize_t)hlen);
-	if (strncmp(p, "HTTP/1.", 7) != 0 || p[8] != ' ') {
-		lg_conn_done(c, LG_E_PARSE);
-		return;
-	}
-	if (p[9] != '2') {
-		if (c->lg->tls_notes++ < LG_TLS_NOTES)
-			fprintf(stderr, "loadgen: CONNECT answered %.3s\n", p + 9);
-		lg_conn_done(c, LG_E_STATUS);
-		return;
-	}
-	evbuffer_drain(in, hlen);
-	c->got_bytes = 0;
-	lg_conn_tls(c);
 }
 
 /* Opens a new TCP connection for c; on failure the request is over with a connect error. */
@@ -890,7 +404,7 @@ lg_parse_url(const char *url, char *auth, size_t authsz, const char **path, int 
 }
 
 /* Turns IPV4[:PORT] into a loopback socket address. */
-static const char *
+const char *
 lg_parse_addr(const char *s, int default_port, struct sockaddr_in *sin)
 {
 	char host[64];
@@ -974,100 +488,6 @@ lg_build_request(struct loadgen *lg, const char *url, const char *auth, const ch
 	if (n < 0)
 		lg_die("out of memory");
 	lg->tunnel_len = (size_t)n;
-}
-
-/* A host name as the certificate check and SNI want it: LDH labels, no trailing dot. */
-static const char *
-lg_check_name(const char *h)
-{
-	size_t n = strlen(h), label = 0, i;
-
-	if (n == 0 || n > LG_HOST_MAX)
-		return "bad host name length";
-	for (i = 0; i < n; i++) {
-		if (h[i] == '.') {
-			if (label == 0)
-				return "empty label in host name";
-			label = 0;
-		} else if (isalnum((unsigned char)h[i]) || h[i] == '-') {
-			if (++label > 63)
-				return "label over 63 characters";
-		} else
-			return "host name has a character other than letters, digits, '-' and '.'";
-	}
-	return label == 0 ? "host name ends with a dot" : NULL;
-}
-
-/*
- * https: the server name from the authority, and where TCP goes: the
- * proxy, else --resolve, else the host itself when it is a loopback
- * address. Returns the port.
- */
-static int
-lg_setup_https(struct loadgen *lg, const char *auth, const char *resolve, const char *url)
-{
-	struct sockaddr_in sin;
-	const char *colon, *err;
-	char *end;
-	long port = 443;
-	size_t n;
-
-	colon = strchr(auth, ':');
-	n = colon != NULL ? (size_t)(colon - auth) : strlen(auth);
-	if (n > LG_HOST_MAX)
-		lg_die("--url: host name too long");
-	memcpy(lg->host, auth, n);
-	lg->host[n] = '\0';
-	if (colon != NULL) {
-		errno = 0;
-		port = strtol(colon + 1, &end, 10);
-		if (errno != 0 || *end != '\0' || end == colon + 1 || port < 1 || port > 65535)
-			lg_die("--url: bad port");
-	}
-	lg->host_is_ip = inet_pton(AF_INET, lg->host, &sin.sin_addr) == 1;
-	if (!lg->host_is_ip && (err = lg_check_name(lg->host)) != NULL) {
-		fprintf(stderr, "loadgen: --url %s: %s\n", url, err);
-		exit(2);
-	}
-	if (lg->host_is_ip && (ntohl(sin.sin_addr.s_addr) >> 24) != 127)
-		lg_die("--url: only loopback (127.0.0.0/8) targets are allowed");
-	if (lg->dst.sin_port != 0)
-		return (int)port; /* through the proxy */
-	if (resolve == NULL && !lg->host_is_ip)
-		lg_die("https to a host name needs --proxy or --resolve ADDR");
-	if ((err = lg_parse_addr(resolve != NULL ? resolve : lg->host, (int)port, &lg->dst)) !=
-	    NULL) {
-		fprintf(stderr, "loadgen: %s: %s\n", resolve != NULL ? "--resolve" : "--url", err);
-		exit(2);
-	}
-	lg->dst.sin_port = htons((uint16_t)port);
-	return (int)port;
-}
-
-/*
- * One client context for the run: only the given CA is trusted (not the
- * system store), the peer must verify, ALPN offers http/1.1 only, and no
- * session is ever resumed, so every new connection is a full handshake.
- */
-static void
-lg_setup_ssl(struct loadgen *lg, const char *cafile)
-{
-	static const unsigned char alpn[] = "\x08http/1.1";
-	SSL_CTX *ctx;
-
-	if ((ctx = SSL_CTX_new(TLS_client_method())) == NULL)
-		lg_die("SSL_CTX_new failed");
-	SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
-	if (SSL_CTX_load_verify_locations(ctx, cafile, NULL) != 1) {
-		fprintf(stderr, "loadgen: --cacert %s: cannot load\n", cafile);
-		exit(2);
-	}
-	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
-	SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
-	SSL_CTX_set_options(ctx, SSL_OP_NO_TICKET);
-	if (SSL_CTX_set_alpn_protos(ctx, alpn, sizeof alpn - 1) != 0)
-		lg_die("cannot set ALPN");
-	lg->ssl_ctx = ctx;
 }
 
 static void

@@ -112,3 +112,19 @@ median() {
 }
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a != "" && b > 0) printf "%.2f", a / b; else printf "n/a" }'; }
+
+# loadgen_find: LOADGEN set to $BUILD_DIR/loadgen when it is built with TLS
+# support, else to a copy compiled here from its sources (libevent, OpenSSL).
+loadgen_find() {
+	LOADGEN="$BUILD_DIR/loadgen"
+	if [ -x "$LOADGEN" ] && "$LOADGEN" --help 2>&1 | grep -q -- --cacert; then
+		return 0
+	fi
+	LOADGEN="$T/loadgen"
+	# shellcheck disable=SC2046
+	gcc -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Wno-unused-parameter \
+		"$SRC_DIR"/tests/bench/loadgen.c "$SRC_DIR"/tests/bench/loadgen_http.c \
+		"$SRC_DIR"/tests/bench/loadgen_tls.c -o "$LOADGEN" \
+		$(pkg-config --cflags --libs libevent libevent_openssl libssl libcrypto) ||
+		{ log "cannot build loadgen"; return 1; }
+}

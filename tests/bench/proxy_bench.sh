@@ -246,14 +246,7 @@ ulimit -n "$(ulimit -Hn)" 2>/dev/null
 install_peers
 have nginx || { log "nginx (the origin) is not installed: cannot run"; exit 1; }
 
-LOADGEN="$BUILD_DIR/loadgen"
-if [ ! -x "$LOADGEN" ]; then
-	LOADGEN="$T/loadgen"
-	# shellcheck disable=SC2046
-	gcc -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Wno-unused-parameter \
-		"$SRC_DIR/tests/bench/loadgen.c" -o "$LOADGEN" $(pkg-config --cflags --libs libevent) ||
-		{ log "cannot build loadgen"; exit 1; }
-fi
+loadgen_find || exit 1
 
 NGINX_USER=""
 SQUID_USER=""

@@ -648,6 +648,25 @@ egressd_base_new(void)
 	return base;
 }
 
+/*
+ * --check with --upstream-ca or --system-ca: that trust store too, parsed
+ * in full. Without either the configuration alone is checked, as the
+ * default store may be one a launcher provides only at run time.
+ */
+static int
+egressd_check_store(const struct egressd_opts *o)
+{
+	const char *path, *why;
+
+	path = o->tls.upstream_ca != NULL ? o->tls.upstream_ca : o->tls.system_ca;
+	if (path == NULL)
+		return 0;
+	if ((why = tls_store_check_full(path)) == NULL)
+		return 0;
+	fprintf(stderr, "egressd: the upstream trust store %s cannot be used: %s\n", path, why);
+	return -1;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -660,9 +679,11 @@ main(int argc, char **argv)
 	egressd_defaults(&e, &o);
 	if (egressd_parse(argc, argv, &e, &o) == -1 ||
 	    (e.policy = egressd_load_policy(&e)) == NULL || o.check) {
-		if (e.policy != NULL)
-			printf("configuration OK\n");
 		rc = e.policy != NULL ? 0 : EXIT_CONFIG;
+		if (e.policy != NULL && egressd_check_store(&o) == -1)
+			rc = EXIT_CONFIG;
+		else if (e.policy != NULL)
+			printf("configuration OK\n");
 		policy_unref(e.policy);
 		free(e.files);
 		free(o.upstream_dns);
@@ -689,6 +710,7 @@ main(int argc, char **argv)
 	tls_print_trust(e.tls, stderr);
 	egressd_audit_daemon(&e, "started", NULL);
 	egressd_ready(&o);
+	tls_start(e.tls, e.base);
 	event_base_dispatch(e.base);
 	egressd_audit_daemon(&e, "stopped", NULL);
 	log_info("stopped");

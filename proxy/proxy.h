@@ -381,6 +381,7 @@ void transparent_decide(struct conn *, const struct host *, uint16_t, const char
 #define RELAY_HIGH_MARK   (256 * 1024) /* stop reading a side past this much queued */
 #define RELAY_LOW_MARK    (64 * 1024)  /* resume below this */
 #define RELAY_MAX_INTERIM 16           /* 1xx responses before the final one */
+#define RELAY_TLS_RECORD  16384        /* plaintext of a full TLS record */
 int relay_body_move(struct conn *, struct conn_body *, struct evbuffer *, struct evbuffer *, int);
 void relay_pump(struct conn *);
 void relay_read_response(struct conn *);
@@ -470,6 +471,9 @@ struct tls_opts {
 struct bufferevent;
 struct tls *tls_new(const struct tls_opts *, const struct config *, char *, size_t);
 void tls_free(struct tls *);
+const char *tls_store_check(const char *);
+const char *tls_store_check_full(const char *);
+void tls_start(struct tls *, struct event_base *);
 const char *tls_ca_path(const struct tls *);
 const char *tls_bundle_path(const struct tls *);
 void tls_print_trust(const struct tls *, FILE *);

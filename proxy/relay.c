@@ -112,11 +112,33 @@ relay_throttle(struct conn_side *src, struct conn_side *dst)
 }
 
 /*
+ * A TLS side encrypts each contiguous piece of its output as one record
+ * or more, at once. Pieces of whole records' size (a response head and
+ * its body together, a streamed body in 16 KiB runs) make full records,
+ * not one per fragment the bytes happened to arrive in.
+ */
+static void
+relay_send_tls(struct evbuffer *out, struct evbuffer *src)
+{
+	size_t n;
+
+	while ((n = evbuffer_get_length(src)) > 0) {
+		if (n > RELAY_TLS_RECORD)
+			n = RELAY_TLS_RECORD;
+		if (evbuffer_pullup(src, (ev_ssize_t)n) == NULL ||
+		    evbuffer_remove_buffer(src, out, n) <= 0) {
+			evbuffer_add_buffer(out, src);
+			return;
+		}
+	}
+}
+
+/*
  * Send bytes to a side. When nothing is queued for it, they are written to
  * the socket at once and only what the kernel does not take is queued:
  * queueing first would register the socket for writability and write on
  * the next loop iteration, two epoll_ctl calls and a round of latency for
- * every response. Only plain sockets: TLS goes through its bufferevent.
+ * every response. TLS sides write their records themselves (tlsio.c).
  */
 void
 relay_send_buffer(struct conn_side *s, struct evbuffer *src)
@@ -126,7 +148,11 @@ relay_send_buffer(struct conn_side *s, struct evbuffer *src)
 
 	if (n == 0)
 		return;
-	if (s->plain && evbuffer_get_length(out) == 0)
+	if (!s->plain) {
+		relay_send_tls(out, src);
+		return;
+	}
+	if (evbuffer_get_length(out) == 0)
 		(void)evbuffer_write(src, bufferevent_getfd(s->bev));
 	/* Whatever is left, an error included, goes through the bufferevent. */
 	evbuffer_add_buffer(out, src);
@@ -350,7 +376,7 @@ relay_pump(struct conn *c)
  * readable (FIONREAD) before every read, one extra system call per read;
  * for plain sockets egressd reads into the bufferevent's input itself,
  * from an event of its own, and leaves the bufferevent writing. TLS sides
- * keep their bufferevent's reading, which OpenSSL needs.
+ * are read and written under their bufferevent by tlsio.c.
  */
 #define SIDE_READ_MAX 16384 /* as a socket bufferevent reads at most */
 
@@ -392,6 +418,12 @@ void
 side_read(struct conn_side *s, int on)
 {
 	if (s->rd == NULL) {
+		/*
+		 * A TLS side: enabling an enabled filter would still make it
+		 * try to decrypt, one failed SSL_read for nothing.
+		 */
+		if (on == ((bufferevent_get_enabled(s->bev) & EV_READ) != 0))
+			return;
 		if (on)
 			bufferevent_enable(s->bev, EV_READ);
 		else

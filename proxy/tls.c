@@ -2,10 +2,13 @@
  * TLS interception: the run's CA and its leaf cache, the server context
  * that answers clients with a leaf for the host they sent CONNECT for, and
  * the client context that connects upstream verifying the chain and the
- * name, never more leniently than the client would on its own. Both legs
- * offer ALPN http/1.1 only: the HTTP engine behind them speaks HTTP/1.1.
+ * name, never more leniently than the client would on its own, against a
+ * trust store parsed while egressd gets ready. Both legs offer ALPN
+ * http/1.1 only: the HTTP engine behind them speaks HTTP/1.1. The sockets
+ * under both legs are tlsio.c's.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,8 +26,11 @@
 
 #include "ca.h"
 #include "proxy.h"
+#include "tls.h"
 
 static const unsigned char tls_alpn[] = "\x08http/1.1";
+
+#define TLS_STORE_MAX (64 * 1024 * 1024) /* bytes of a trust store file */
 
 struct tls {
 	struct ca *ca;
@@ -35,6 +41,21 @@ struct tls {
 	char *bundle_path;
 	char *run_dir; /* made for this run when no --ca-out was given; removed at exit */
 	int conn_idx;  /* SSL ex_data index of the struct conn */
+	int io_idx;    /* SSL ex_data index of the struct tlsio */
+	struct tlsio_list lingering;
+	/*
+	 * The upstream trust store takes tens of milliseconds to parse (the
+	 * system bundle): it is parsed after READY (tls_start) or by the first
+	 * upstream handshake, whichever comes first, never before READY.
+	 * OpenSSL 3.0 is not safe to parse it in a thread while the loop
+	 * handshakes: its method store races.
+	 */
+	int store_state;
+#define TLS_STORE_PENDING 0
+#define TLS_STORE_READY   1
+#define TLS_STORE_FAILED  2
+	int store_scheduled;
+	char *store_path;
 };
 
 /* Accept http/1.1 when the client offers it; otherwise answer without ALPN. */
@@ -100,10 +121,9 @@ tls_server_ctx(struct tls *t, char *err, size_t errlen)
 }
 
 static SSL_CTX *
-tls_client_ctx(const char *upstream_ca, const char *system_ca, char *err, size_t errlen)
+tls_client_ctx(char *err, size_t errlen)
 {
 	SSL_CTX *ctx;
-	int ok;
 
 	if ((ctx = SSL_CTX_new(TLS_client_method())) == NULL) {
 		snprintf(err, errlen, "cannot create the TLS client context");
@@ -114,20 +134,125 @@ tls_client_ctx(const char *upstream_ca, const char *system_ca, char *err, size_t
 	SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION);
 	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
 	SSL_CTX_set_alpn_protos(ctx, tls_alpn, sizeof tls_alpn - 1);
-	/*
-	 * The system store by its path (--system-ca), never SSL_CERT_FILE or
-	 * OpenSSL's default paths: in the sandbox those lead to the bundle
-	 * that holds our own CA, and egressd must not trust itself upstream.
-	 */
-	if (upstream_ca == NULL)
-		upstream_ca = system_ca;
-	ok = SSL_CTX_load_verify_locations(ctx, upstream_ca, NULL);
-	if (ok != 1) {
-		snprintf(err, errlen, "cannot load the upstream trust store %s", upstream_ca);
-		SSL_CTX_free(ctx);
-		return NULL;
-	}
 	return ctx;
+}
+
+/*
+ * What can be told about a trust store before parsing it: a regular file
+ * we can read, with at least one PEM certificate or CRL in it. NULL when
+ * it looks like one; the parse itself comes after READY (tls_start).
+ */
+const char *
+tls_store_check(const char *path)
+{
+	static const char *const kinds[] = {"-----BEGIN CERTIFICATE-----",
+	                                    "-----BEGIN TRUSTED CERTIFICATE-----",
+	                                    "-----BEGIN X509 CRL-----"};
+	struct stat st;
+	char *data;
+	size_t n, i;
+	FILE *f;
+	int fd, found = 0;
+
+	/* Non-blocking, so that a FIFO given by mistake cannot hang the start. */
+	if ((fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)) == -1)
+		return strerror(errno);
+	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode) || (f = fdopen(fd, "r")) == NULL) {
+		close(fd);
+		return "not a regular file";
+	}
+	if (st.st_size > TLS_STORE_MAX) {
+		fclose(f);
+		return "larger than 64 MiB";
+	}
+	data = xmalloc((size_t)st.st_size + 1);
+	n = fread(data, 1, (size_t)st.st_size, f);
+	fclose(f);
+	data[n] = '\0';
+	for (i = 0; i < EG_NELEM(kinds) && !found; i++)
+		found = strstr(data, kinds[i]) != NULL;
+	free(data);
+	return found ? NULL : "no PEM certificate in it";
+}
+
+/*
+ * The trust store, parsed: 0, or -1 when it cannot be, and then no
+ * upstream is verified (so none is connected to). A failure is said once,
+ * loudly: every intercepted request fails until a restart.
+ */
+static int
+tls_store_wait(struct tls *t)
+{
+	char err[256];
+	unsigned long e;
+
+	if (t->store_state != TLS_STORE_PENDING)
+		return t->store_state == TLS_STORE_READY ? 0 : -1;
+	if (SSL_CTX_load_verify_locations(t->client, t->store_path, NULL) == 1) {
+		t->store_state = TLS_STORE_READY;
+		return 0;
+	}
+	if ((e = ERR_peek_last_error()) != 0)
+		ERR_error_string_n(e, err, sizeof err);
+	else
+		snprintf(err, sizeof err, "no certificate could be read");
+	ERR_clear_error();
+	log_warnx("cannot load the upstream trust store %s: %s; every upstream TLS connection "
+	          "fails until egressd restarts with a good store",
+	          t->store_path, err);
+	t->store_state = TLS_STORE_FAILED;
+	return -1;
+}
+
+/*
+ * For --check: the store egressd would verify upstreams against, checked
+ * and parsed in full now (a check may take the time a start does not).
+ * NULL when it loads, else why not, in a static buffer.
+ */
+const char *
+tls_store_check_full(const char *path)
+{
+	static char why[256];
+	const char *err;
+	X509_STORE *st;
+	unsigned long e;
+	int ok;
+
+	if ((err = tls_store_check(path)) != NULL)
+		return err;
+	if ((st = X509_STORE_new()) == NULL)
+		return "out of memory";
+	ok = X509_STORE_load_file(st, path);
+	X509_STORE_free(st);
+	if (ok == 1)
+		return NULL;
+	if ((e = ERR_peek_last_error()) != 0)
+		ERR_error_string_n(e, why, sizeof why);
+	else
+		snprintf(why, sizeof why, "no certificate could be read");
+	ERR_clear_error();
+	return why;
+}
+
+static void
+tls_store_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)tls_store_wait(arg);
+}
+
+/*
+ * Parse the upstream trust store from the event loop as soon as it runs:
+ * called once egressd is ready, so the parse does not delay READY and is
+ * over before most clients come.
+ */
+void
+tls_start(struct tls *t, struct event_base *base)
+{
+	static const struct timeval now = {0, 0};
+
+	if (t->store_state == TLS_STORE_PENDING && !t->store_scheduled)
+		t->store_scheduled =
+		    event_base_once(base, -1, EV_TIMEOUT, tls_store_cb, t, &now) == 0;
 }
 
 /* The permitted subtrees for name constraints: the allowlist as written. */
@@ -216,10 +341,14 @@ tls_new(const struct tls_opts *o, const struct config *cfg, char *err, size_t er
 	const char **names = NULL;
 	size_t n = 0;
 	char cerr[512];
+	const char *serr;
 
 	tls_protect_memory();
 	t = xcalloc(1, sizeof *t);
 	t->conn_idx = SSL_get_ex_new_index(0, NULL, NULL, NULL, NULL);
+	t->io_idx = SSL_get_ex_new_index(0, NULL, NULL, NULL, tlsio_ex_free_cb);
+	t->store_state = TLS_STORE_FAILED; /* until the check below passes */
+	TAILQ_INIT(&t->lingering);
 	if ((o->ca_cert == NULL) != (o->ca_key == NULL)) {
 		snprintf(err, errlen, "--ca-cert and --ca-key go together");
 		goto fail;
@@ -241,12 +370,24 @@ tls_new(const struct tls_opts *o, const struct config *cfg, char *err, size_t er
 		}
 	}
 	t->leaves = ca_cache_new(t->ca, 0);
+	/*
+	 * The system store by its path (--system-ca), never SSL_CERT_FILE or
+	 * OpenSSL's default paths: in the sandbox those lead to the bundle
+	 * that holds our own CA, and egressd must not trust itself upstream.
+	 */
+	t->store_path = xstrdup(o->upstream_ca         ? o->upstream_ca
+	                        : o->system_ca != NULL ? o->system_ca
+	                                               : CA_SYSTEM_BUNDLE);
+	if ((serr = tls_store_check(t->store_path)) != NULL) {
+		snprintf(err, errlen, "cannot load the upstream trust store %s: %s", t->store_path,
+		         serr);
+		goto fail;
+	}
 	if ((t->server = tls_server_ctx(t, err, errlen)) == NULL ||
-	    (t->client =
-	         tls_client_ctx(o->upstream_ca, o->system_ca ? o->system_ca : CA_SYSTEM_BUNDLE, err,
-	                        errlen)) == NULL ||
+	    (t->client = tls_client_ctx(err, errlen)) == NULL ||
 	    tls_export(t, o, err, errlen) == -1)
 		goto fail;
+	t->store_state = TLS_STORE_PENDING;
 	return t;
 fail:
 	tls_free(t);
@@ -258,6 +399,7 @@ tls_free(struct tls *t)
 {
 	if (t == NULL)
 		return;
+	tlsio_list_free(&t->lingering);
 	if (t->run_dir != NULL) {
 		(void)unlink(t->ca_path);
 		if (t->bundle_path != NULL)
@@ -271,6 +413,7 @@ tls_free(struct tls *t)
 	free(t->ca_path);
 	free(t->bundle_path);
 	free(t->run_dir);
+	free(t->store_path);
 	free(t);
 }
 
@@ -305,18 +448,6 @@ tls_print_trust(const struct tls *t, FILE *f)
 }
 
 /*
- * A TLS bufferevent reads 4 KiB at a time unless its input has a high
- * mark; with one it reads whole records until the mark, so a body moves
- * in full 16 KiB records (written one per chain on the other side) rather
- * than in quarters. The relay's backpressure keeps inputs far below it.
- */
-static void
-tls_tune(struct bufferevent *bev)
-{
-	bufferevent_setwatermark(bev, EV_READ, 0, RELAY_HIGH_MARK);
-}
-
-/*
  * Turn the client's plain socket into the server end of TLS with a leaf
  * for the CONNECT host. The socket bufferevent lets go of its descriptor
  * (nothing may be buffered in it) and a TLS one takes it over.
@@ -324,7 +455,7 @@ tls_tune(struct bufferevent *bev)
 struct bufferevent *
 tls_accept(struct tls *t, struct event_base *base, struct conn *c, struct bufferevent **plainp)
 {
-	struct bufferevent *bev, *plain = *plainp;
+	struct bufferevent *plain = *plainp;
 	X509 *leaf;
 	SSL *ssl;
 	int fd = bufferevent_getfd(plain);
@@ -344,34 +475,26 @@ tls_accept(struct tls *t, struct event_base *base, struct conn *c, struct buffer
 	}
 	X509_free(leaf);
 	SSL_set_ex_data(ssl, t->conn_idx, c);
+	/* The store is parsed while this client's handshake is on the wire, if not yet. */
+	tls_start(t, base);
 	bufferevent_setfd(plain, -1);
 	bufferevent_free(plain);
 	*plainp = NULL;
-	bev = bufferevent_openssl_socket_new(base, fd, ssl, BUFFEREVENT_SSL_ACCEPTING,
-	                                     BEV_OPT_CLOSE_ON_FREE);
-	if (bev == NULL) {
-		SSL_free(ssl);
-		close(fd);
-		return NULL;
-	}
-	/* Many clients close without close_notify; that is the end of the stream. */
-	bufferevent_openssl_set_allow_dirty_shutdown(bev, 1);
-	tls_tune(bev);
-	return bev;
+	return tlsio_bev_new(base, fd, ssl, BUFFEREVENT_SSL_ACCEPTING, t->io_idx, &t->lingering);
 }
 
 /*
  * The client end of TLS towards an upstream over a connected socket: SNI
  * for a name, and verification of the chain and of the name or address.
+ * Takes fd unless it returns NULL.
  */
 struct bufferevent *
 tls_connect(struct tls *t, struct event_base *base, int fd, const struct host *h)
 {
-	struct bufferevent *bev;
 	SSL *ssl;
 	int ok;
 
-	if ((ssl = SSL_new(t->client)) == NULL)
+	if (tls_store_wait(t) == -1 || (ssl = SSL_new(t->client)) == NULL)
 		return NULL;
 	if (h->kind == HOST_ADDR)
 		ok = X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), h->name);
@@ -383,15 +506,7 @@ tls_connect(struct tls *t, struct event_base *base, int fd, const struct host *h
 		return NULL;
 	}
 	X509_VERIFY_PARAM_set_hostflags(SSL_get0_param(ssl), X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
-	bev = bufferevent_openssl_socket_new(base, fd, ssl, BUFFEREVENT_SSL_CONNECTING,
-	                                     BEV_OPT_CLOSE_ON_FREE);
-	if (bev == NULL) {
-		SSL_free(ssl);
-		return NULL;
-	}
-	bufferevent_openssl_set_allow_dirty_shutdown(bev, 1);
-	tls_tune(bev);
-	return bev;
+	return tlsio_bev_new(base, fd, ssl, BUFFEREVENT_SSL_CONNECTING, t->io_idx, &t->lingering);
 }
 
 /*

@@ -9,8 +9,11 @@
 # modes), upstream certificate problems -> 502 and audited, SNI/CONNECT
 # mismatch refused, Host mismatch refused, a client that does not trust the
 # CA audited with a hint, passthrough tunnelled untouched, WebSocket echo
-# (wss and ws), the leaf verifies against the run CA, and the CA key is in
-# no file egressd writes, its environment or its arguments.
+# (wss and ws), the leaf verifies against the run CA, the CA key is in no
+# file egressd writes, its environment or its arguments, large bodies both
+# ways and pipelined requests in one record arrive intact, and a bad
+# upstream trust store is refused (or, when only parsing finds it, fails
+# every upstream handshake).
 # Binding port 443 needs root.
 . "$SRC_DIR/tests/integration/lib.sh"
 
@@ -106,6 +109,38 @@ run tcurl -o /dev/null -o /dev/null -w '%{http_code}\n' https://origin.test/hell
 expect_eq "$(printf '%s' "$OUT" | tr '\n' ' ')" "200 200" "two requests over one intercepted connection"
 sleep 0.2
 expect_eq "$(jq -c 'select(.event == "connect")' "$EG_AUDIT" | wc -l)" $((nconnect + 1)) "one CONNECT for both"
+
+# --- large bodies through both TLS legs, intact ---
+# The generator numbers its blocks: a lost, repeated or reordered record
+# changes the hash. A download streams through the relay in full records;
+# once more with Connection: close to a client that reads slowly, so egressd
+# closes while records it made are still waiting for the socket; and an
+# upload (an allowlisted host takes any method).
+sha() { sha256sum | cut -d' ' -f1; }
+BIG=$((9 * 1024 * 1024 + 12345))
+want=$(python3 "$ORIGIN_PY" --log /dev/null --gen "$BIG" | sha)
+expect_eq "$(tcurl --max-time 60 "https://origin.test/big?n=$BIG" | sha)" "$want" \
+    "9 MiB download through interception intact"
+expect_eq "$(tcurl --max-time 60 --limit-rate 3M -H 'Connection: close' "https://origin.test/big?n=$BIG" | sha)" \
+    "$want" "and with Connection: close to a slow reader"
+python3 "$ORIGIN_PY" --log /dev/null --gen $((5 * 1024 * 1024 + 777)) >"$T/up.bin"
+run tcurl --max-time 60 -X PUT -H 'Content-Type: application/octet-stream' --data-binary "@$T/up.bin" \
+    https://allowed.test/echo
+expect_eq "$(jqf .sha256)" "$(sha <"$T/up.bin")" "5 MiB upload through interception intact"
+
+# --- pipelined requests in one TLS record: every one answered, in order ---
+reqs=""
+for i in $(seq 1 19); do
+	reqs="${reqs}GET /hello?n=$i HTTP/1.1\r\nHost: origin.test\r\n\r\n"
+done
+reqs="${reqs}GET /hello?n=20 HTTP/1.1\r\nHost: origin.test\r\nConnection: close\r\n\r\n"
+printf "$reqs" >"$T/pipelined"
+run timeout 20 openssl s_client -quiet -proxy "127.0.0.1:$EG_PORT" -connect origin.test:443 \
+    -servername origin.test -CAfile "$EGCA" -verify_return_error -ign_eof <"$T/pipelined"
+expect_eq "$(printf '%s\n' "$OUT" | grep -c 'hello from origin')" 20 \
+    "20 requests sent in one TLS record are all answered"
+expect_eq "$(jq -r 'select((.target // "") | startswith("/hello?n=")) | .target' "$ORIGIN_LOG" | tail -n 20 | tr '\n' ' ')" \
+    "$(for i in $(seq 1 20); do printf '/hello?n=%s ' "$i"; done)" "and reach the origin in order"
 
 # --- POST blocked inside TLS ---
 before=$(origin_count 'select(.method == "POST")')
@@ -245,6 +280,29 @@ expect_eq "$(openssl x509 -in "$T/sys-bundle.pem" -noout -subject)" \
 run pcurl --cacert "$T/sys-ca.pem" -o /dev/null -w '%{http_code}' https://rogue.test/hello
 expect_eq "$OUT" 502 "and only that store: the rogue origin is still refused"
 stop_egressd
+
+# --- the upstream trust store: checked before READY, parsed after it ---
+printf 'not a certificate\n' >"$T/bad-store.pem"
+run "$EGRESSD" --proxy "127.0.0.1:$(free_port)" --dns "127.0.0.1:$(free_port)" --audit "$T/x.jsonl" \
+    --upstream-ca "$T/bad-store.pem"
+[ "$RC" -ne 0 ] && ok || bad "a trust store without a certificate must be refused at start"
+expect_contains "$ERR" "cannot load the upstream trust store $T/bad-store.pem" "the refusal names the store"
+printf -- '-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n' >"$T/corrupt-store.pem"
+start_egressd --config "$T/policy.yaml" --upstream-dns "$ORIGIN_DNS" --upstream-ca "$T/corrupt-store.pem" \
+    --ca-out "$T/corrupt-ca.pem" || exit 1
+before=$(origin_count 'select(.target == "/hello")')
+run pcurl --cacert "$T/corrupt-ca.pem" -o /dev/null -w '%{http_code}' https://origin.test/hello
+expect_eq "$OUT" 502 "a store that does not parse verifies nothing: 502"
+expect_eq "$(origin_count 'select(.target == "/hello")')" "$before" "and no request reached the origin"
+expect_contains "$(cat "$EG_ERR")" "cannot load the upstream trust store $T/corrupt-store.pem" \
+    "egressd says why on stderr"
+stop_egressd
+# --check parses the store in full, so a store that only the parse finds bad is caught too.
+run "$EGRESSD" --check --config "$T/policy.yaml" --upstream-ca "$T/corrupt-store.pem"
+expect_eq "$RC" 2 "--check: a store that does not parse is a configuration error"
+expect_contains "$ERR" "the upstream trust store $T/corrupt-store.pem cannot be used" "--check names the store"
+run "$EGRESSD" --check --config "$T/policy.yaml" --upstream-ca "$P/testca.pem"
+expect_eq "$RC:$OUT" "0:configuration OK" "--check: a good store passes"
 
 # --- a persistent CA (--ca-cert/--ca-key): used as is; a key others can read is refused ---
 (umask 077 && openssl ecparam -name prime256v1 -genkey -noout -out "$P/dev.key")

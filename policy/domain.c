@@ -13,8 +13,9 @@
 
 #include "policy.h"
 
-#define DOMAIN_MAX_FILES UINT16_MAX
-#define DOMAIN_ADDR_TEXT 64
+#define DOMAIN_MAX_FILES   UINT16_MAX
+#define DOMAIN_RESERVE_MAX (1 << 22) /* what a hint may make room for */
+#define DOMAIN_ADDR_TEXT   64
 
 static const char domain_err_numeric[] = "numeric host; write the address as a dotted quad";
 static const char domain_err_url[] = "entries are hosts, not URLs";
@@ -232,13 +233,13 @@ domain_set_find(const struct domain_set *set, uint32_t hash, const char *name, s
 }
 
 static void
-domain_set_grow(struct domain_set *set)
+domain_set_resize(struct domain_set *set, size_t nslots)
 {
 	uint8_t *otags = set->tags;
 	struct domain_rec *orecs = set->recs;
 	size_t on = set->nslots, i, j;
 
-	set->nslots = on + on / 2;
+	set->nslots = nslots;
 	set->tags = xcalloc(set->nslots, 1);
 	set->recs = xcalloc(set->nslots, sizeof *set->recs);
 	for (i = 0; i < on; i++) {
@@ -254,12 +255,27 @@ domain_set_grow(struct domain_set *set)
 	free(orecs);
 }
 
+/*
+ * Make room for n more names at once (a hint: a list file about to be
+ * loaded), so that the table is not rebuilt a dozen times on the way.
+ */
+void
+domain_set_reserve(struct domain_set *set, size_t n)
+{
+	size_t want;
+
+	if (n > DOMAIN_RESERVE_MAX)
+		n = DOMAIN_RESERVE_MAX;
+	want = (set->nrecs + n + 1) * 4 / 3 + 1;
+	if (want > set->nslots)
+		domain_set_resize(set, want);
+}
+
 /* Adds a normalised name; a second entry of the same name and kind is dropped. */
 static const char *
-domain_set_insert(struct domain_set *set, enum domain_kind kind, const char *name, size_t len,
-                  const char *file, unsigned line)
+domain_set_insert_hashed(struct domain_set *set, enum domain_kind kind, const char *name,
+                         size_t len, uint32_t hash, const char *file, unsigned line)
 {
-	uint32_t hash = domain_hash(name, len);
 	uint8_t tag = domain_tag_of(hash);
 	struct domain_rec *r;
 	size_t i;
@@ -269,7 +285,7 @@ domain_set_insert(struct domain_set *set, enum domain_kind kind, const char *nam
 		return "too many entries";
 	/* At most 3/4 full: a probe run always ends at a free slot. */
 	if ((set->nrecs + 1) * 4 > set->nslots * 3)
-		domain_set_grow(set);
+		domain_set_resize(set, set->nslots + set->nslots / 2);
 	for (i = domain_slot_of(set, hash); set->tags[i] != 0;
 	     i = i + 1 == set->nslots ? 0 : i + 1) {
 		r = &set->recs[i];
@@ -307,6 +323,13 @@ domain_set_insert(struct domain_set *set, enum domain_kind kind, const char *nam
 	return NULL;
 }
 
+static const char *
+domain_set_insert(struct domain_set *set, enum domain_kind kind, const char *name, size_t len,
+                  const char *file, unsigned line)
+{
+	return domain_set_insert_hashed(set, kind, name, len, domain_hash(name, len), file, line);
+}
+
 /* A last label that is a number makes a host an IPv4 address (WHATWG URL). */
 static int
 domain_name_is_numeric(const char *name, size_t len)
@@ -330,6 +353,54 @@ domain_name_is_numeric(const char *name, size_t len)
 			return 0;
 	}
 	return 1;
+}
+
+/* What a byte of a list file's name becomes: lowercase, or 0 when no name may hold it. */
+#define DOMAIN_LC_LETTER(u) [u] = (u) | 0x20, [(u) | 0x20] = (u) | 0x20
+#define DOMAIN_LC_SAME(c)   [c] = (c)
+static const uint8_t domain_lc[256] = {
+    DOMAIN_LC_LETTER('A'), DOMAIN_LC_LETTER('B'), DOMAIN_LC_LETTER('C'), DOMAIN_LC_LETTER('D'),
+    DOMAIN_LC_LETTER('E'), DOMAIN_LC_LETTER('F'), DOMAIN_LC_LETTER('G'), DOMAIN_LC_LETTER('H'),
+    DOMAIN_LC_LETTER('I'), DOMAIN_LC_LETTER('J'), DOMAIN_LC_LETTER('K'), DOMAIN_LC_LETTER('L'),
+    DOMAIN_LC_LETTER('M'), DOMAIN_LC_LETTER('N'), DOMAIN_LC_LETTER('O'), DOMAIN_LC_LETTER('P'),
+    DOMAIN_LC_LETTER('Q'), DOMAIN_LC_LETTER('R'), DOMAIN_LC_LETTER('S'), DOMAIN_LC_LETTER('T'),
+    DOMAIN_LC_LETTER('U'), DOMAIN_LC_LETTER('V'), DOMAIN_LC_LETTER('W'), DOMAIN_LC_LETTER('X'),
+    DOMAIN_LC_LETTER('Y'), DOMAIN_LC_LETTER('Z'), DOMAIN_LC_SAME('0'),   DOMAIN_LC_SAME('1'),
+    DOMAIN_LC_SAME('2'),   DOMAIN_LC_SAME('3'),   DOMAIN_LC_SAME('4'),   DOMAIN_LC_SAME('5'),
+    DOMAIN_LC_SAME('6'),   DOMAIN_LC_SAME('7'),   DOMAIN_LC_SAME('8'),   DOMAIN_LC_SAME('9'),
+    DOMAIN_LC_SAME('-'),   DOMAIN_LC_SAME('_'),   DOMAIN_LC_SAME('.'),
+};
+
+/*
+ * The one pass a list file's names take: lowercase into out, check what
+ * host_name_check() checks, and hash (backwards, as domain_hash() does),
+ * with a table instead of tests per character. Returns 0 at the first
+ * thing it does not like, and the caller takes the slow path, which finds
+ * the words for the error.
+ */
+static int
+domain_name_fast(const char *name, size_t len, char *out, uint32_t *hash)
+{
+	uint32_t h = 2166136261u;
+	size_t i, label = 0;
+	unsigned c, bad = 0;
+
+	for (i = len; i-- > 0;) {
+		c = domain_lc[(unsigned char)name[i]];
+		out[i] = (char)c;
+		h = domain_hash_step(h, (unsigned char)c);
+		if (c == '.') {
+			bad |= label == 0;
+			label = 0;
+			continue;
+		}
+		bad |= c == 0;
+		label++;
+		bad |= label > HOST_LABEL_MAXLEN;
+	}
+	out[len] = '\0';
+	*hash = domain_hash_final(h);
+	return !bad && label > 0;
 }
 
 /*
@@ -569,6 +640,7 @@ domain_set_add_kind(struct domain_set *set, enum domain_kind kind, const char *n
 	enum domain_kind akind;
 	const char *error;
 	struct cidr c;
+	uint32_t hash;
 	size_t n;
 
 	switch (kind) {
@@ -577,6 +649,11 @@ domain_set_add_kind(struct domain_set *set, enum domain_kind kind, const char *n
 	case DOMAIN_TREE:
 		if (len > 0 && memchr(name, '*', len) != NULL)
 			return "'*' is only allowed as a leading \"*.\"";
+		/* The common entry, in one pass: the hash comes with the check. */
+		n = len > 0 && name[len - 1] == '.' ? len - 1 : len;
+		if (n > 0 && n <= HOST_NAME_MAXLEN && domain_name_fast(name, n, norm, &hash) &&
+		    !domain_name_is_numeric(norm, n))
+			return domain_set_insert_hashed(set, kind, norm, n, hash, file, line);
 		if ((error = domain_name_normalise(name, len, 0, norm, &n)) != NULL)
 			return error;
 		return domain_set_insert(set, kind, norm, n, file, line);
@@ -598,29 +675,31 @@ domain_set_add_kind(struct domain_set *set, enum domain_kind kind, const char *n
 static void
 domain_set_show(const struct domain_set *set, const struct domain_rec *r, struct domain_match *m)
 {
-	char name[HOST_NAME_MAXLEN + 1];
-	int n = r->len;
+	size_t n = r->len, o = 0;
+	char *out = m->pattern;
 
-	if (n <= DOMAIN_INLINE)
-		memcpy(name, r->u.name, (size_t)n);
-	else {
-		memcpy(name, r->u.l.head, DOMAIN_HEAD);
-		memcpy(name + DOMAIN_HEAD, set->tails + r->u.l.tail, (size_t)n - DOMAIN_HEAD);
-	}
+	/* Built by hand: the resolver shows a match for every blocked query. */
+	_Static_assert(sizeof m->pattern >= 2 + UINT8_MAX + 2, "a pattern fits");
 	m->kind = (enum domain_kind)r->kind;
 	m->file = r->file == 0 ? NULL : set->files[r->file - 1];
 	m->line = r->line;
-	switch (m->kind) {
-	case DOMAIN_WILDCARD:
-		snprintf(m->pattern, sizeof m->pattern, "*.%.*s", n, name);
-		break;
-	case DOMAIN_TREE:
-		snprintf(m->pattern, sizeof m->pattern, "||%.*s^", n, name);
-		break;
-	default:
-		snprintf(m->pattern, sizeof m->pattern, "%.*s", n, name);
-		break;
+	if (m->kind == DOMAIN_WILDCARD) {
+		memcpy(out, "*.", 2);
+		o = 2;
+	} else if (m->kind == DOMAIN_TREE) {
+		memcpy(out, "||", 2);
+		o = 2;
 	}
+	if (n <= DOMAIN_INLINE)
+		memcpy(out + o, r->u.name, n);
+	else {
+		memcpy(out + o, r->u.l.head, DOMAIN_HEAD);
+		memcpy(out + o + DOMAIN_HEAD, set->tails + r->u.l.tail, n - DOMAIN_HEAD);
+	}
+	o += n;
+	if (m->kind == DOMAIN_TREE)
+		out[o++] = '^';
+	out[o] = '\0';
 }
 
 static int

@@ -187,7 +187,7 @@ listfile_line(struct listfile *lf, const char *p, size_t len)
 }
 
 static int
-listfile_open(const char *path, struct listfile_stats *st)
+listfile_open(const char *path, struct listfile_stats *st, off_t *size)
 {
 	struct stat sb;
 	int fd;
@@ -214,10 +214,34 @@ listfile_open(const char *path, struct listfile_stats *st)
 		         (long long)(LISTFILE_MAX_SIZE >> 20));
 		goto err;
 	}
+	*size = sb.st_size;
 	return fd;
 err:
 	close(fd);
 	return -1;
+}
+
+/*
+ * How many entries a file of size bytes will hold, from its first bytes:
+ * the lines there that are not blank or comments, scaled to the whole.
+ * The set makes room for them at once instead of growing by steps.
+ */
+static size_t
+listfile_estimate(const char *buf, size_t len, off_t size)
+{
+	const char *p = buf, *end = buf + len, *nl;
+	size_t lines = 0;
+
+	while (p < end) {
+		if (*p != '\n' && *p != '\r' && *p != '#' && *p != '!')
+			lines++;
+		if ((nl = memchr(p, '\n', (size_t)(end - p))) == NULL)
+			break;
+		p = nl + 1;
+	}
+	if (len == 0 || (off_t)len >= size)
+		return lines;
+	return (size_t)((double)lines * (double)size / (double)len);
 }
 
 /*
@@ -255,7 +279,7 @@ listfile_load(struct domain_set *set, const char *path, struct listfile_stats *s
 	struct listfile lf;
 	char *buf = NULL;
 	size_t have = 0, used, before;
-	off_t total = 0;
+	off_t total = 0, size = 0;
 	ssize_t n;
 	int fd, skipping = 0, rv = -1;
 
@@ -265,7 +289,7 @@ listfile_load(struct domain_set *set, const char *path, struct listfile_stats *s
 	lf.path = path;
 	lf.stats = stats;
 	before = domain_set_count(set);
-	if ((fd = listfile_open(path, stats)) == -1)
+	if ((fd = listfile_open(path, stats, &size)) == -1)
 		return -1;
 
 	/* Lines never span more than one chunk: longer ones are skipped. */
@@ -286,6 +310,8 @@ listfile_load(struct domain_set *set, const char *path, struct listfile_stats *s
 			         (long long)(LISTFILE_MAX_SIZE >> 20));
 			goto out;
 		}
+		if (total == n)
+			domain_set_reserve(set, listfile_estimate(buf, (size_t)n, size));
 		have += (size_t)n;
 		used = listfile_lines(&lf, buf, have, &skipping);
 		have -= used;

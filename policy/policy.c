@@ -369,7 +369,7 @@ policy_decide(const struct policy *p, const struct policy_request *req, struct d
 	const struct config *cfg = p->cfg;
 	const struct host *h = req->host;
 	struct domain_match m;
-	const char *doh;
+	const char *doh, *provider;
 	int hit, tunnel;
 
 	memset(d, 0, sizeof *d);
@@ -424,16 +424,24 @@ policy_decide(const struct policy *p, const struct policy_request *req, struct d
 	}
 
 	/*
-	 * 2b. Well-known DNS-over-HTTPS services: a resolver the policy
-	 * cannot see into. Only the allowlist overrides this.
+	 * 2b. Well-known DNS-over-HTTPS services, by name or, for an
+	 * address literal, by their published resolver addresses: a
+	 * resolver the policy cannot see into. Only the allowlist
+	 * overrides this.
 	 */
-	if (cfg->block_doh_providers && doh_match(h, &doh)) {
+	if (cfg->block_doh_providers && doh_match(h, &doh, &provider)) {
 		decision_set(d, ACTION_BLOCK, "doh-provider", "doh");
 		str_copy(d->source, sizeof d->source, "builtin");
-		snprintf(d->reason, sizeof d->reason,
-		         "%s is a DNS-over-HTTPS service (built-in list entry %s); "
-		         "network.blockDohProviders: false turns the list off",
-		         h->name, doh);
+		if (provider != NULL)
+			snprintf(d->reason, sizeof d->reason,
+			         "%s is an address of the %s DNS service (built-in list entry %s); "
+			         "network.blockDohProviders: false turns the list off",
+			         h->name, provider, doh);
+		else
+			snprintf(d->reason, sizeof d->reason,
+			         "%s is a DNS-over-HTTPS service (built-in list entry %s); "
+			         "network.blockDohProviders: false turns the list off",
+			         h->name, doh);
 		return;
 	}
 

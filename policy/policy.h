@@ -85,6 +85,7 @@ const char *domain_set_add_kind(struct domain_set *, enum domain_kind, const cha
 int domain_set_match_name(const struct domain_set *, const char *, struct domain_match *);
 int domain_set_match_addr(const struct domain_set *, const struct addr *, struct domain_match *);
 size_t domain_set_count(const struct domain_set *);
+void domain_set_reserve(struct domain_set *, size_t);
 int domain_wildcard_shared(const char *);
 
 /* listfile.c */
@@ -233,8 +234,9 @@ const char *config_mode_name(enum policy_mode);
 extern const char config_default_yaml[];
 
 /* doh.c */
-int doh_match(const struct host *, const char **);
+int doh_match(const struct host *, const char **, const char **);
 size_t doh_count(void);
+const char *doh_check(void);
 
 /* policy.c */
 enum policy_action {

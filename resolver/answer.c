@@ -121,7 +121,8 @@ answer_copy_section(ldns_pkt *dst, ldns_pkt_section sec, const ldns_rr_list *src
 			ldns_rr_free(rr);
 			continue;
 		}
-		ldns_pkt_push_rr(dst, sec, rr);
+		if (!ldns_pkt_push_rr(dst, sec, rr))
+			ldns_rr_free(rr);
 	}
 }
 
@@ -189,6 +190,34 @@ answer_prep_authority(ldns_rr *rr, void *arg)
 }
 
 /*
+ * The question's name, and the owners spelt like it, in lowercase: the
+ * upstream echoes the mixed case of the query (0x20), which is not for
+ * clients, who get their own spelling back (msg_reply_served).
+ */
+static void
+answer_lower_owners(ldns_pkt *n)
+{
+	const ldns_rr_list *lists[3];
+	ldns_rdf *qname, *owner;
+	size_t s, i;
+
+	if (ldns_rr_list_rr_count(ldns_pkt_question(n)) == 0)
+		return;
+	qname = ldns_rr_owner(ldns_rr_list_rr(ldns_pkt_question(n), 0));
+	lists[0] = ldns_pkt_answer(n);
+	lists[1] = ldns_pkt_authority(n);
+	lists[2] = ldns_pkt_additional(n);
+	for (s = 0; s < EG_NELEM(lists); s++) {
+		for (i = 0; i < ldns_rr_list_rr_count(lists[s]); i++) {
+			owner = ldns_rr_owner(ldns_rr_list_rr(lists[s], i));
+			if (owner != NULL && ldns_dname_compare(owner, qname) == 0)
+				ldns_dname2canonical(owner);
+		}
+	}
+	ldns_dname2canonical(qname);
+}
+
+/*
  * Clean an upstream answer into the form the cache keeps (*raw, to free)
  * and say for how long (*ttl): the smallest answer TTL, or for NXDOMAIN and
  * NODATA the SOA's negative TTL; 0 when it must not be kept. Returns -1
@@ -215,6 +244,7 @@ answer_prepare(ldns_pkt *pkt, const struct resolver_conf *conf, uint8_t **raw, s
 	                    answer_prep_authority, &mp);
 	answer_copy_section(n, LDNS_SECTION_ADDITIONAL, ldns_pkt_additional(pkt), answer_prep_keep,
 	                    &mp);
+	answer_lower_owners(n);
 	rc = answer_to_wire(n, raw, len);
 	ldns_pkt_free(n);
 	if (rc == -1)
@@ -224,6 +254,45 @@ answer_prepare(ldns_pkt *pkt, const struct resolver_conf *conf, uint8_t **raw, s
 		*ttl = mp.min_ttl == UINT32_MAX ? 0 : mp.min_ttl;
 	else if ((rcode == MSG_NOERROR || rcode == MSG_NXDOMAIN) && mp.soa)
 		*ttl = mp.neg_ttl;
+	return 0;
+}
+
+/*
+ * The host of a name that is already what host_parse() would make of it
+ * (lowercase letters, digits, '-', '_', labels of 1 to 63 bytes), so that
+ * the common query skips the general parser. A last label that could be
+ * a number (digits, or hex after "0x") makes the name an address: those,
+ * and everything else, return -1 for host_parse() to decide.
+ */
+static int
+answer_name_plain(const char *name, struct host *h)
+{
+	size_t i, label = 0, len = strnlen(name, HOST_NAME_MAXLEN + 1);
+	int wordy = 0;
+	unsigned c;
+
+	if (len == 0 || len > HOST_NAME_MAXLEN)
+		return -1;
+	for (i = 0; i < len; i++) {
+		c = (unsigned char)name[i];
+		if (c == '.') {
+			if (label == 0)
+				return -1;
+			label = 0;
+			wordy = 0;
+			continue;
+		}
+		if (!(c - 'a' < 26u || c - '0' < 10u || c == '-' || c == '_') ||
+		    ++label > HOST_LABEL_MAXLEN)
+			return -1;
+		if (!(c - '0' < 10u || c - 'a' < 6u || c == 'x'))
+			wordy = 1;
+	}
+	if (label == 0 || !wordy)
+		return -1;
+	h->kind = HOST_NAME;
+	memcpy(h->name, name, len + 1);
+	memset(&h->addr, 0, sizeof h->addr);
 	return 0;
 }
 
@@ -238,7 +307,7 @@ answer_decide(const struct policy *p, const char *name, struct decision *d)
 	struct policy_request req;
 	struct host h;
 
-	if (host_parse(name, strlen(name), &h) != NULL) {
+	if (answer_name_plain(name, &h) == -1 && host_parse(name, strlen(name), &h) != NULL) {
 		memset(d, 0, sizeof *d);
 		d->action = ACTION_BLOCK;
 		str_copy(d->rule, sizeof d->rule, "invalid-name");

@@ -3,9 +3,12 @@
  * flight, however many clients ask it at once. Each try uses a fresh UDP
  * socket connected to one upstream, so the kernel picks a random source
  * port and drops datagrams from any other address, and a fresh random id;
- * an answer must also carry the very question asked. A try that times
- * out, fails or is refused moves to the next upstream until the deadline;
- * a truncated answer is asked again over TCP.
+ * an answer must also carry the very question asked, with the random
+ * mix of upper and lower case the query spelt its name in (DNS 0x20). An
+ * answer whose question differs in case only is asked again once of that
+ * upstream without the mix, since some servers do not keep the case. A
+ * try that times out, fails or is refused moves to the next upstream
+ * until the deadline; a truncated answer is asked again over TCP.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -31,6 +34,7 @@ struct fwd_query {
 	uint16_t id;
 	unsigned upstream; /* the one being tried */
 	unsigned tries;
+	unsigned plain;    /* bit n: upstream n is asked without 0x20 */
 	uint64_t deadline; /* monotonic ms */
 	int fd;
 	struct event *ev;        /* readable fd, or the try's timeout */
@@ -47,6 +51,7 @@ struct forward {
 	size_t npending;
 	size_t nwaiters; /* over all questions: each holds a client's query */
 	unsigned pref;   /* the upstream that answered last */
+	unsigned warned; /* bit n: upstream n was seen changing the case */
 	uint64_t seed;
 	uint8_t rnd[256];
 	size_t rnd_left;
@@ -173,6 +178,46 @@ fwd_answer(struct fwd_query *fq, ldns_pkt *pkt)
 	fwd_finish(fq, pkt, NULL);
 }
 
+static void fwd_attempt(struct fwd_query *);
+
+/*
+ * The upstream answered our question in another case: a forgery, or a
+ * server that does not keep the case. Ask it once more without 0x20, with
+ * a new id and port; returns -1 when that was done already.
+ */
+static int
+fwd_case_changed(struct fwd_query *fq)
+{
+	struct forward *fw = fq->fw;
+	unsigned bit = 1u << fq->upstream;
+	char text[64];
+
+	if (fq->plain & bit)
+		return -1;
+	fq->plain |= bit;
+	if (!(fw->warned & bit)) {
+		fw->warned |= bit;
+		sock_text(&fw->conf.upstream[fq->upstream], text, sizeof text);
+		log_warnx("dns upstream %s: an answer changed the case of the question; asking "
+		          "again without 0x20 (each time this happens)",
+		          text);
+	}
+	fwd_close_try(fq);
+	if (time_mono_ms() >= fq->deadline) {
+		fwd_finish(fq, NULL, "no upstream answered");
+		return 0;
+	}
+	fwd_attempt(fq);
+	return 0;
+}
+
+/* Check a datagram or TCP message against the question as this try sent it. */
+static const char *
+fwd_check(struct fwd_query *fq, const uint8_t *p, size_t len, ldns_pkt **pkt)
+{
+	return msg_check_answer(p, len, fq->id, fq->query + MSG_QUERY_HDR, fq->key_len, pkt);
+}
+
 static void
 fwd_tcp_read_cb(struct bufferevent *bev, void *arg)
 {
@@ -190,9 +235,9 @@ fwd_tcp_read_cb(struct bufferevent *bev, void *arg)
 		return;
 	evbuffer_drain(in, 2);
 	evbuffer_remove(in, fq->fw->buf, len);
-	if ((err = msg_check_answer(fq->fw->buf, len, fq->id, fq->key, fq->key_len, &pkt)) !=
-	    NULL) {
-		fwd_next(fq, err);
+	if ((err = fwd_check(fq, fq->fw->buf, len, &pkt)) != NULL) {
+		if (err != msg_err_case || fwd_case_changed(fq) == -1)
+			fwd_next(fq, err);
 		return;
 	}
 	fwd_answer(fq, pkt);
@@ -253,8 +298,9 @@ fwd_read_cb(evutil_socket_t fd, short what, void *arg)
 			fwd_next(fq, strerror(errno));
 			return;
 		}
-		err = msg_check_answer(fq->fw->buf, (size_t)n, fq->id, fq->key, fq->key_len, &pkt);
-		if (err != NULL) {
+		if ((err = fwd_check(fq, fq->fw->buf, (size_t)n, &pkt)) != NULL) {
+			if (err == msg_err_case && fwd_case_changed(fq) == 0)
+				return;
 			log_debug("dns upstream: datagram ignored: %s", err);
 			continue;
 		}
@@ -297,18 +343,39 @@ static void
 fwd_try(struct fwd_query *fq)
 {
 	struct forward *fw = fq->fw;
-	uint64_t now = time_mono_ms(), left;
-	struct timeval tv;
 
 	fwd_close_try(fq);
-	if (fq->tries >= 2 * fw->conf.nupstream || now >= fq->deadline) {
+	if (fq->tries >= 2 * fw->conf.nupstream || time_mono_ms() >= fq->deadline) {
 		fwd_finish(fq, NULL, fq->tries == 0 ? "no upstream" : "no upstream answered");
 		return;
 	}
 	fq->tries++;
+	fwd_attempt(fq);
+}
+
+/* Send the question to the current upstream and arm the try's timeout. */
+static void
+fwd_attempt(struct fwd_query *fq)
+{
+	struct forward *fw = fq->fw;
+	uint64_t now = time_mono_ms(), left;
+	uint8_t rnd[(MSG_NAME_MAX + 1) / 8]; /* a bit for every byte a name may have */
+	struct timeval tv;
+	size_t i, letters = 0;
+	uint16_t v;
+
 	fq->id = forward_random16(fw);
 	fq->query_len = msg_build_query(fq->key, fq->key_len, fq->id, fq->query, sizeof fq->query);
-	left = fq->deadline - now;
+	if (!(fq->plain & (1u << fq->upstream))) {
+		for (i = 0; i + 4 < fq->key_len; i++)
+			letters += fq->key[i] >= 'a' && fq->key[i] <= 'z';
+		for (i = 0; i < (letters + 7) / 8 && i < sizeof rnd; i += 2) {
+			v = forward_random16(fw);
+			memcpy(rnd + i, &v, i + 1 < sizeof rnd ? 2 : 1);
+		}
+		msg_name_mix(fq->query + MSG_QUERY_HDR, fq->key_len - 4, rnd, (letters + 7) / 8);
+	}
+	left = now < fq->deadline ? fq->deadline - now : 0;
 	if (left > fw->conf.attempt_ms)
 		left = fw->conf.attempt_ms;
 	if (fwd_send(fq) == -1)

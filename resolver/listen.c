@@ -1,10 +1,11 @@
 /*
  * The resolver's sockets towards clients: one UDP socket and one TCP
  * listener on the same address, bound here or inherited from the launcher
- * (LISTEN_FDS, names "dns" and "dns-tcp"). TCP carries length-prefixed
- * messages (RFC 7766): queries may be pipelined and are answered as their
- * answers come, a connection idles out when nothing is in flight, and a
- * client that stops reading stops being read.
+ * (LISTEN_FDS, names "dns" and "dns-tcp"). UDP is read and answered in
+ * batches (recvmmsg, sendmmsg). TCP carries length-prefixed messages (RFC
+ * 7766): queries may be pipelined and are answered as their answers come,
+ * a connection idles out when nothing is in flight, and a client that
+ * stops reading stops being read.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -21,7 +22,9 @@
 
 #include "resolver.h"
 
-#define LISTEN_UDP_BURST    64
+#define LISTEN_UDP_BURST    64   /* datagrams read per wakeup */
+#define LISTEN_UDP_BATCH    32   /* ... per recvmmsg, answered with one sendmmsg */
+#define LISTEN_UDP_SLOT     4096 /* a query, or an answer to one; larger ones are dropped */
 #define LISTEN_UDP_RCVBUF   (1024 * 1024)
 #define LISTEN_TCP_INFLIGHT 64           /* queries of one connection waiting upstream */
 #define LISTEN_TCP_HIGH     (256 * 1024) /* stop reading past this much unsent */
@@ -38,6 +41,19 @@ struct listen_tcp {
 	socklen_t peer_len;
 };
 
+/*
+ * A batch of datagrams: read with one recvmmsg, and the answers made on
+ * the spot (cached, blocked, malformed) sent with one sendmmsg, so that a
+ * busy resolver makes two system calls per batch instead of two per query.
+ */
+struct listen_batch {
+	struct mmsghdr msg[LISTEN_UDP_BATCH];
+	struct iovec iov[LISTEN_UDP_BATCH];
+	struct sockaddr_storage peer[LISTEN_UDP_BATCH];
+	uint8_t data[LISTEN_UDP_BATCH][LISTEN_UDP_SLOT];
+	unsigned n;
+};
+
 struct listen {
 	struct resolver *r;
 	int udp_fd;
@@ -46,6 +62,9 @@ struct listen {
 	TAILQ_HEAD(, listen_tcp) conns;
 	unsigned nconns;
 	uint8_t buf[MSG_MAX + 1];
+	struct listen_batch *in;  /* UDP only */
+	struct listen_batch *out; /* answers held while a batch is served */
+	int batching;
 };
 
 static int
@@ -107,25 +126,102 @@ listen_bind(const char *spec, int *udp, int *tcp, char *err, size_t errlen)
 	return -1;
 }
 
+/* Send the answers held for a batch; what the socket refuses is lost, as UDP may be. */
+static void
+listen_udp_flush(struct listen *l)
+{
+	struct listen_batch *b = l->out;
+	unsigned done = 0;
+	int n;
+
+	while (done < b->n) {
+		n = sendmmsg(l->udp_fd, b->msg + done, b->n - done, 0);
+		if (n <= 0) {
+			if (n == -1 && errno == EINTR)
+				continue;
+			done++; /* skip the one that failed: the rest may go */
+			continue;
+		}
+		done += (unsigned)n;
+	}
+	b->n = 0;
+}
+
+/* Hold an answer for the batch being served; 0 when it was taken. */
+static int
+listen_udp_hold(struct listen *l, const struct resolver_client *c, const uint8_t *msg, size_t len)
+{
+	struct listen_batch *b = l->out;
+	unsigned i;
+
+	if (!l->batching || len > LISTEN_UDP_SLOT || c->peer_len > sizeof b->peer[0])
+		return -1;
+	if (b->n == LISTEN_UDP_BATCH)
+		listen_udp_flush(l);
+	i = b->n++;
+	memcpy(b->data[i], msg, len);
+	memcpy(&b->peer[i], &c->peer, c->peer_len);
+	b->iov[i].iov_base = b->data[i];
+	b->iov[i].iov_len = len;
+	memset(&b->msg[i], 0, sizeof b->msg[i]);
+	b->msg[i].msg_hdr.msg_name = &b->peer[i];
+	b->msg[i].msg_hdr.msg_namelen = c->peer_len;
+	b->msg[i].msg_hdr.msg_iov = &b->iov[i];
+	b->msg[i].msg_hdr.msg_iovlen = 1;
+	return 0;
+}
+
+/*
+ * Read a batch of queries, answer them, send the answers made on the
+ * spot together. A datagram too large for a slot is dropped: no query
+ * is that large (the EDNS limit is 4096 bytes).
+ */
+static int
+listen_udp_batch(struct listen *l, int fd)
+{
+	struct listen_batch *b = l->in;
+	struct resolver_client c;
+	struct msghdr *h;
+	int n, i;
+
+	for (i = 0; i < LISTEN_UDP_BATCH; i++) {
+		b->iov[i].iov_base = b->data[i];
+		b->iov[i].iov_len = sizeof b->data[i];
+		h = &b->msg[i].msg_hdr;
+		memset(h, 0, sizeof *h);
+		h->msg_name = &b->peer[i];
+		h->msg_namelen = sizeof b->peer[i];
+		h->msg_iov = &b->iov[i];
+		h->msg_iovlen = 1;
+	}
+	if ((n = recvmmsg(fd, b->msg, LISTEN_UDP_BATCH, MSG_DONTWAIT, NULL)) <= 0)
+		return 0;
+	l->batching = 1;
+	for (i = 0; i < n; i++) {
+		h = &b->msg[i].msg_hdr;
+		if (h->msg_flags & MSG_TRUNC || h->msg_namelen > sizeof c.peer)
+			continue;
+		memset(&c, 0, sizeof c);
+		c.udp_fd = l->udp_fd;
+		memcpy(&c.peer, &b->peer[i], h->msg_namelen);
+		c.peer_len = h->msg_namelen;
+		resolver_query(l->r, b->data[i], b->msg[i].msg_len, &c);
+	}
+	l->batching = 0;
+	listen_udp_flush(l);
+	return n;
+}
+
 static void
 listen_udp_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct listen *l = arg;
-	struct resolver_client c;
-	ssize_t n;
-	int i;
+	int got = 0, n;
 
-	for (i = 0; i < LISTEN_UDP_BURST; i++) {
-		memset(&c, 0, sizeof c);
-		c.udp_fd = l->udp_fd;
-		c.peer_len = sizeof c.peer;
-		n = recvfrom(fd, l->buf, sizeof l->buf, MSG_TRUNC, (struct sockaddr *)&c.peer,
-		             &c.peer_len);
-		if (n == -1)
+	while (got < LISTEN_UDP_BURST) {
+		if ((n = listen_udp_batch(l, fd)) < LISTEN_UDP_BATCH)
 			return;
-		if ((size_t)n > MSG_MAX) /* cut: a query is never this large */
-			continue;
-		resolver_query(l->r, l->buf, (size_t)n, &c);
+		got += n;
 	}
 }
 
@@ -282,6 +378,9 @@ listen_start(struct resolver *r, int udp, int tcp)
 	TAILQ_INIT(&l->conns);
 	r->lst[slot] = l;
 	if (udp != -1) {
+		l->in = xmalloc(sizeof *l->in);
+		l->out = xmalloc(sizeof *l->out);
+		l->out->n = 0;
 		/* Room for a burst of queries while the loop is busy elsewhere. */
 		(void)setsockopt(udp, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
 		evutil_make_socket_nonblocking(udp);
@@ -321,6 +420,8 @@ listen_stop_one(struct resolver *r, int slot)
 		event_free(l->udp_ev);
 	if (l->udp_fd != -1)
 		close(l->udp_fd);
+	free(l->in);
+	free(l->out);
 	free(l);
 	r->lst[slot] = NULL;
 }
@@ -338,10 +439,16 @@ void
 listen_reply(struct resolver *r, const struct resolver_client *c, const uint8_t *msg, size_t len)
 {
 	uint8_t lenb[2] = {(uint8_t)(len >> 8), (uint8_t)len};
+	size_t i;
 
 	if (r->lst[0] == NULL && r->lst[1] == NULL)
 		return; /* stopped: the sockets are closed */
 	if (!c->tcp) {
+		for (i = 0; i < EG_NELEM(r->lst); i++) {
+			if (r->lst[i] != NULL && r->lst[i]->udp_fd == c->udp_fd &&
+			    listen_udp_hold(r->lst[i], c, msg, len) == 0)
+				return;
+		}
 		(void)sendto(c->udp_fd, msg, len, 0, (const struct sockaddr *)&c->peer,
 		             c->peer_len);
 		return;

@@ -354,13 +354,90 @@ msg_name_key(const char *name, uint16_t qtype, uint8_t *key, size_t *key_len)
 	return NULL;
 }
 
+const char msg_err_case[] = "the answer's question differs in case only";
+
+/*
+ * A message into an ldns packet, record by record. ldns_wire2pkt() would
+ * do it, but it keeps only the last TSIG record of a message and loses
+ * the others, which lets every forged answer with two of them leak
+ * memory; here every record lands in its section (OPT and TSIG
+ * included, for answer_prepare() to drop), and the packet owns them all.
+ */
+static ldns_status
+msg_wire2pkt(ldns_pkt **out, const uint8_t *p, size_t len)
+{
+	static const ldns_pkt_section secs[4] = {LDNS_SECTION_QUESTION, LDNS_SECTION_ANSWER,
+	                                         LDNS_SECTION_AUTHORITY, LDNS_SECTION_ADDITIONAL};
+	ldns_status st = LDNS_STATUS_OK;
+	ldns_pkt *pkt;
+	ldns_rr *rr;
+	size_t pos = MSG_HDR, s, i, n;
+
+	*out = NULL;
+	if (len < MSG_HDR)
+		return LDNS_STATUS_WIRE_INCOMPLETE_HEADER;
+	if ((pkt = ldns_pkt_new()) == NULL)
+		return LDNS_STATUS_MEM_ERR;
+	ldns_pkt_set_id(pkt, msg_get16(p));
+	ldns_pkt_set_qr(pkt, (p[2] & 0x80) != 0);
+	ldns_pkt_set_opcode(pkt, (ldns_pkt_opcode)((p[2] >> 3) & 0xf));
+	ldns_pkt_set_aa(pkt, (p[2] & 0x04) != 0);
+	ldns_pkt_set_tc(pkt, (p[2] & 0x02) != 0);
+	ldns_pkt_set_rd(pkt, (p[2] & 0x01) != 0);
+	ldns_pkt_set_ra(pkt, (p[3] & 0x80) != 0);
+	ldns_pkt_set_ad(pkt, (p[3] & 0x20) != 0);
+	ldns_pkt_set_cd(pkt, (p[3] & 0x10) != 0);
+	ldns_pkt_set_rcode(pkt, p[3] & 0xf);
+	for (s = 0; s < EG_NELEM(secs) && st == LDNS_STATUS_OK; s++) {
+		n = msg_get16(p + 4 + 2 * s);
+		for (i = 0; i < n; i++) {
+			if ((st = ldns_wire2rr(&rr, p, len, &pos, secs[s])) != LDNS_STATUS_OK)
+				break;
+			/* Counts follow the records pushed. */
+			if (!ldns_pkt_push_rr(pkt, secs[s], rr)) {
+				ldns_rr_free(rr);
+				st = LDNS_STATUS_MEM_ERR;
+				break;
+			}
+		}
+	}
+	if (st != LDNS_STATUS_OK) {
+		ldns_pkt_free(pkt);
+		return st;
+	}
+	*out = pkt;
+	return LDNS_STATUS_OK;
+}
+
+/*
+ * Mix the case of the letters of a wire name (DNS 0x20): bit i of rnd
+ * makes the i-th letter uppercase. An upstream answer must carry the
+ * question spelt the same, which a forger who cannot see the query has
+ * to guess on top of the id and the port.
+ */
+void
+msg_name_mix(uint8_t *w, size_t len, const uint8_t *rnd, size_t rndlen)
+{
+	size_t i, k = 0;
+
+	for (i = 0; i < len && k < 8 * rndlen; i++) {
+		if (w[i] < 'a' || w[i] > 'z')
+			continue;
+		if (rnd[k / 8] & (1u << (k % 8)))
+			w[i] = (uint8_t)(w[i] - 'a' + 'A');
+		k++;
+	}
+}
+
 /*
  * Whether an upstream datagram answers our question: our id, a response,
- * the same question (case aside). Only then is it parsed. On NULL, *pkt
- * is the parsed answer.
+ * the question exactly as sent (question: name as spelt on the wire, type,
+ * class). Only then is it parsed. The same question in another case is
+ * refused with msg_err_case: a forgery, or an upstream that does not
+ * keep the case of questions. On NULL, *pkt is the parsed answer.
  */
 const char *
-msg_check_answer(const uint8_t *p, size_t len, uint16_t id, const uint8_t *key, size_t key_len,
+msg_check_answer(const uint8_t *p, size_t len, uint16_t id, const uint8_t *question, size_t qlen,
                  ldns_pkt **pkt)
 {
 	size_t i;
@@ -372,12 +449,16 @@ msg_check_answer(const uint8_t *p, size_t len, uint16_t id, const uint8_t *key, 
 		return "wrong id";
 	if (!(p[2] & 0x80) || ((p[2] >> 3) & 0xf) != 0)
 		return "not a response to a query";
-	if (msg_get16(p + 4) != 1 || len < MSG_HDR + key_len)
+	if (msg_get16(p + 4) != 1 || len < MSG_HDR + qlen)
 		return "question missing from the answer";
-	for (i = 0; i < key_len; i++)
-		if ((i + 4 < key_len ? msg_lower(p[MSG_HDR + i]) : p[MSG_HDR + i]) != key[i])
-			return "answer to another question";
-	if (ldns_wire2pkt(pkt, p, len) != LDNS_STATUS_OK) {
+	if (memcmp(p + MSG_HDR, question, qlen) != 0) {
+		for (i = 0; i < qlen; i++)
+			if (i + 4 < qlen ? msg_lower(p[MSG_HDR + i]) != msg_lower(question[i])
+			                 : p[MSG_HDR + i] != question[i])
+				return "answer to another question";
+		return msg_err_case;
+	}
+	if (msg_wire2pkt(pkt, p, len) != LDNS_STATUS_OK) {
 		*pkt = NULL;
 		return "unparsable answer";
 	}

@@ -83,6 +83,7 @@ const char *resolver_strerror(int);
 /* msg.c */
 #define MSG_NAME_MAX      255 /* a name in wire form */
 #define MSG_KEY_MAX       (MSG_NAME_MAX + 4)
+#define MSG_QUERY_HDR     12   /* the header before a query's question */
 #define MSG_UDP_SIZE      1232 /* the EDNS size advertised, both ways */
 #define MSG_UDP_PLAIN     512  /* what a client without EDNS can take */
 #define MSG_MAX           65535
@@ -136,6 +137,8 @@ size_t msg_reply_served(const struct msg_query *, const struct answer_served *, 
                         uint8_t *, size_t);
 size_t msg_build_query(const uint8_t *, size_t, uint16_t, uint8_t *, size_t);
 const char *msg_name_key(const char *, uint16_t, uint8_t *, size_t *);
+extern const char msg_err_case[];
+void msg_name_mix(uint8_t *, size_t, const uint8_t *, size_t);
 const char *msg_check_answer(const uint8_t *, size_t, uint16_t, const uint8_t *, size_t,
                              ldns_pkt **);
 int msg_name_text(const uint8_t *, size_t, char *, size_t);

@@ -15,7 +15,12 @@ Names are absolute without the final dot; "@" means the zone apex
 (--zone-name). A name with no records under the apex gets NXDOMAIN with
 the apex SOA; a name with records of other types gets NODATA. UDP answers
 larger than the client's limit (512, or its EDNS size) are truncated (TC).
-With --silent, nothing is ever answered (a dead upstream).
+With --silent, nothing is ever answered (a dead upstream). The log's "wire"
+field is the name as the query spelt it (case kept). --case says how the
+question comes back: "echo" (as asked, the normal case), "lower" (in
+lowercase: a server that does not keep the case of questions), "forge"
+(first a forged answer, question in swapped case and A 198.18.0.66,
+then the real one).
 """
 import argparse
 import json
@@ -24,6 +29,15 @@ import socket
 import struct
 import threading
 import time
+
+
+def wire_name(msg, off):
+    """The question name as spelt on the wire, case kept."""
+    labels = []
+    while msg[off]:
+        labels.append(msg[off + 1:off + 1 + msg[off]].decode("latin-1"))
+        off += 1 + msg[off]
+    return ".".join(labels)
 
 
 def parse_name(msg, off):
@@ -127,11 +141,23 @@ class Zone:
         return 0, records, []
 
 
-def respond(zone, msg, limit, log, proto, lock):
+def forge(msg):
+    """A forged answer: the question in swapped case, A 198.18.0.66."""
+    qid, flags = struct.unpack(">HH", msg[:4])
+    name, off = parse_name(msg, 12)
+    question = msg[12:off].swapcase() + msg[off:off + 4]
+    head = struct.pack(">HHHHHH", qid, 0x8400 | (flags & 0x0100), 1, 1, 0, 0)
+    return head + question + b"\xc0\x0c" + struct.pack(">HHIH", 1, 1, 3600, 4) + bytes(
+        [198, 18, 0, 66])
+
+
+def respond(zone, msg, limit, log, proto, lock, case="echo"):
     qid, flags, qd = struct.unpack(">HHH", msg[:6])
     name, off = parse_name(msg, 12)
     qtype, qclass = struct.unpack(">HH", msg[off:off + 4])
     question = msg[12:off + 4]
+    if case == "lower":
+        question = question[:-4].lower() + question[-4:]
     edns = False
     if struct.unpack(">H", msg[10:12])[0] >= 1 and len(msg) >= off + 4 + 11:
         opt = msg[off + 4:]
@@ -139,7 +165,8 @@ def respond(zone, msg, limit, log, proto, lock):
             edns = True
             limit = max(512, struct.unpack(">H", opt[3:5])[0]) if proto == "udp" else limit
     with lock:
-        log.write(json.dumps({"name": name, "type": qtype, "proto": proto}) + "\n")
+        log.write(json.dumps({"name": name, "wire": wire_name(msg, 12), "type": qtype,
+                              "proto": proto}) + "\n")
         log.flush()
     if name in zone.drop:
         return None
@@ -157,7 +184,7 @@ def respond(zone, msg, limit, log, proto, lock):
     return out
 
 
-def serve_udp(zone, sock, log, lock, silent):
+def serve_udp(zone, sock, log, lock, silent, case):
     while True:
         try:
             msg, peer = sock.recvfrom(65535)
@@ -168,7 +195,9 @@ def serve_udp(zone, sock, log, lock, silent):
 
         def work(msg=msg, peer=peer):
             try:
-                out = respond(zone, msg, 512, log, "udp", lock)
+                out = respond(zone, msg, 512, log, "udp", lock, case)
+                if out is not None and case == "forge":
+                    sock.sendto(forge(msg), peer)
             except (ValueError, struct.error, IndexError):
                 return
             if out is not None:
@@ -176,7 +205,7 @@ def serve_udp(zone, sock, log, lock, silent):
         threading.Thread(target=work, daemon=True).start()
 
 
-def serve_tcp_conn(zone, conn, log, lock, silent):
+def serve_tcp_conn(zone, conn, log, lock, silent, case):
     conn.settimeout(10)
     try:
         while True:
@@ -187,7 +216,7 @@ def serve_tcp_conn(zone, conn, log, lock, silent):
             msg = conn.recv(n, socket.MSG_WAITALL)
             if silent:
                 continue
-            out = respond(zone, msg, 65535, log, "tcp", lock)
+            out = respond(zone, msg, 65535, log, "tcp", lock, case)
             if out is not None:
                 conn.sendall(struct.pack(">H", len(out)) + out)
     except (OSError, ValueError, struct.error, IndexError):
@@ -196,10 +225,10 @@ def serve_tcp_conn(zone, conn, log, lock, silent):
         conn.close()
 
 
-def serve_tcp(zone, lsock, log, lock, silent):
+def serve_tcp(zone, lsock, log, lock, silent, case):
     while True:
         conn, _ = lsock.accept()
-        threading.Thread(target=serve_tcp_conn, args=(zone, conn, log, lock, silent),
+        threading.Thread(target=serve_tcp_conn, args=(zone, conn, log, lock, silent, case),
                          daemon=True).start()
 
 
@@ -219,6 +248,7 @@ def main():
     ap.add_argument("--port-file", required=True)
     ap.add_argument("--log", required=True)
     ap.add_argument("--silent", action="store_true")
+    ap.add_argument("--case", choices=("echo", "lower", "forge"), default="echo")
     ap.add_argument("--parent", type=int, default=0)
     a = ap.parse_args()
     zone = Zone(a.zone, a.zone_name)
@@ -239,11 +269,12 @@ def main():
     lock = threading.Lock()
     if a.parent:
         threading.Thread(target=watchdog, args=(a.parent,), daemon=True).start()
-    threading.Thread(target=serve_tcp, args=(zone, tcp, log, lock, a.silent), daemon=True).start()
+    threading.Thread(target=serve_tcp, args=(zone, tcp, log, lock, a.silent, a.case),
+                     daemon=True).start()
     with open(a.port_file + ".tmp", "w") as f:
         f.write("%d\n" % port)
     os.rename(a.port_file + ".tmp", a.port_file)
-    serve_udp(zone, udp, log, lock, a.silent)
+    serve_udp(zone, udp, log, lock, a.silent, a.case)
 
 
 if __name__ == "__main__":

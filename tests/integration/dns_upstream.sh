@@ -4,7 +4,8 @@
 # upstream to a live second one; the proxy resolving through the resolver
 # in-process (curl to a name only the stub knows), with a CNAME chain into
 # a blocked name refused by the proxy too; the built-in DoH list in the
-# proxy and in policyctl explain; SIGHUP swapping the policy the resolver
+# proxy and in policyctl explain, by name and by address literal (CONNECT
+# 1.1.1.1:443 refused, no connection made); SIGHUP swapping the policy the resolver
 # applies.
 
 . "$SRC_DIR/tests/integration/dns/lib.sh"
@@ -65,6 +66,34 @@ OUT=$EV
 expect_eq "$(jqf '.rule + " " + .source')" "doh-provider builtin" "proxy audit: doh-provider, builtin"
 run "$POLICYCTL" explain --config "$P" --json https://dns.google/dns-query
 expect_eq "$(jqf '.action + " " + .rule')" "block doh-provider" "policyctl explain agrees"
+
+# ... and for the services' addresses written as literals (DoH by IP, DoT):
+# refused before any connection, so no byte leaves (the audit has no addr).
+# Each address is asked of policyctl first: should the list ever lose it,
+# the test fails there instead of sending egressd off the machine.
+for target in 1.1.1.1:443 "[2606:4700:4700::1111]:443" 9.9.9.9:853; do
+	written=${target%:*}
+	host=${written#[}
+	host=${host%]}
+	run "$POLICYCTL" explain --config "$P" --method CONNECT --json "$written"
+	if [ "$(jqf .rule)" != doh-provider ]; then
+		bad "policyctl explain $written: '$(jqf .rule)', want doh-provider; not sent"
+		continue
+	fi
+	printf 'CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n' "$target" "$target" |
+	    python3 "$SRC_DIR/tests/integration/rawhttp.py" send "$EG_PORT" --wait 5 >"$T/raw.json"
+	OUT=$(cat "$T/raw.json")
+	expect_eq "$(jqf '.responses[0].status')" 403 "proxy: CONNECT $target refused"
+	expect_contains "$(jqf '.responses[0].body')" "doh-provider" "403 body for $target names the rule"
+	OUT=$(audit_last ".event == \"connect\" and .host == \"$host\"")
+	expect_eq "$(jqf '.action + " " + .rule + " " + .source')" "block doh-provider builtin" \
+	    "proxy audit for $target: doh-provider"
+	expect_eq "$(jqf '.addr // "none"')" none "no connection was made to $target"
+done
+run "$POLICYCTL" explain --config "$P" --json https://1.1.1.1/dns-query
+expect_eq "$(jqf '.action + " " + .rule + " " + .list')" "block doh-provider doh" \
+    "policyctl explain https://1.1.1.1/dns-query names the rule"
+expect_contains "$(jqf .reason)" "Cloudflare" "explain names the provider"
 
 # --- SIGHUP: the resolver applies the new policy ---
 dq www.example.test A

@@ -89,8 +89,10 @@ run "$POLICYCTL" explain --config "$P" --json --method POST 198.18.7.7
 expect_eq "$(jqf .action):$(jqf .rule)" "allow:198.18.7.7" "address allowlist lifts guard, all methods"
 run "$POLICYCTL" explain --config "$P" --json 198.18.7.8
 expect_eq "$(jqf .action):$(jqf .rule)" "block:private-address" "benchmarking range is not global"
-run "$POLICYCTL" explain --config "$P" --json 8.8.8.8
+run "$POLICYCTL" explain --config "$P" --json 93.184.215.14
 expect_eq "$(jqf .action)" "allow" "public address GET allowed"
+run "$POLICYCTL" explain --config "$P" --json 8.8.8.8
+expect_eq "$(jqf .action):$(jqf .rule)" "block:doh-provider" "a DNS-over-HTTPS provider's address is blocked"
 
 # --- GraphQL, over a body and over GET ---
 printf '{"query":"query Viewer { viewer { login } }"}' >"$T/q.json"

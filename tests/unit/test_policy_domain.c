@@ -318,6 +318,96 @@ test_domain_add_kind(void **state)
 	domain_set_free(set);
 }
 
+/*
+ * List files take a one-pass route to the table (lowercase, check and
+ * hash together); config entries take host_parse(). Both must accept and
+ * store the same names.
+ */
+static void
+test_domain_fast_path(void **state)
+{
+	static const char *const names[] = {
+	    "a.example",
+	    "A.EXAMPLE.",
+	    "ex_am-ple.com",
+	    "-a.example",
+	    "a-.example",
+	    "a..example",
+	    ".a.example",
+	    "a.example..",
+	    "a b.example",
+	    "a.1",
+	    "a.0x1f",
+	    "a.0xg",
+	    "1e5",
+	    "a.1e5",
+	    "a.0x",
+	    "xn--bcher-kva.example",
+	    "a\tb.example",
+	    "a.example/",
+	    "a:80",
+	    "a@b",
+	    "b\xc3\xbc\x63her.example",
+	    "\xc0.example",
+	    "_dmarc.example",
+	    "0.0.0.0",
+	    "example.",
+	};
+	char label64[70], long254[260];
+	struct domain_set *set;
+	struct host h;
+	const char *name, *err;
+	size_t i, n;
+	int want;
+
+	memset(label64, 'a', 64);
+	memcpy(label64 + 64, ".test", 6);
+	for (i = 0; i < 253; i++)
+		long254[i] = i % 2 ? '.' : 'a';
+	long254[253] = 'b';
+	long254[254] = '\0';
+	for (i = 0; i < EG_NELEM(names) + 3; i++) {
+		name = i < EG_NELEM(names)        ? names[i]
+		       : i == EG_NELEM(names)     ? label64
+		       : i == EG_NELEM(names) + 1 ? long254
+		                                  : long254 + 1;
+		n = strlen(name);
+		want = host_parse(name, n, &h) == NULL && h.kind == HOST_NAME;
+		set = domain_set_new();
+		err = domain_set_add_kind(set, DOMAIN_EXACT, name, n, "f", 1);
+		if ((err == NULL) != want)
+			fail_msg("%s: the list file route says %s, host_parse %s", name,
+			         err ? err : "ok", want ? "ok" : "no");
+		if (want && !domain_set_match_name(set, h.name, NULL))
+			fail_msg("%s: stored, but %s does not match", name, h.name);
+		domain_set_free(set);
+	}
+}
+
+/* A reserved table holds what it was told, and what it held. */
+static void
+test_domain_reserve(void **state)
+{
+	struct domain_set *set = domain_set_new();
+	char name[32];
+	size_t i;
+
+	assert_null(domain_set_add(set, "first.example", 13, 0, NULL, 0));
+	domain_set_reserve(set, 5000);
+	domain_set_reserve(set, 10); /* smaller than what is there: nothing changes */
+	for (i = 0; i < 5000; i++) {
+		snprintf(name, sizeof name, "n%zu.example", i);
+		assert_null(domain_set_add_kind(set, DOMAIN_TREE, name, strlen(name), "f", 1));
+	}
+	assert_int_equal(domain_set_count(set), 5001);
+	assert_true(domain_set_match_name(set, "first.example", NULL));
+	assert_true(domain_set_match_name(set, "x.n4999.example", NULL));
+	assert_false(domain_set_match_name(set, "n5000.example", NULL));
+	domain_set_reserve(set, (size_t)1 << 40); /* a wild hint is capped, not obeyed */
+	assert_true(domain_set_match_name(set, "n0.example", NULL));
+	domain_set_free(set);
+}
+
 /* Names that are not normalised must not crash or match by accident. */
 static void
 test_domain_odd_queries(void **state)
@@ -425,7 +515,8 @@ main(void)
 	    cmocka_unit_test(test_domain_table),    cmocka_unit_test(test_domain_errors),
 	    cmocka_unit_test(test_domain_source),   cmocka_unit_test(test_domain_duplicates),
 	    cmocka_unit_test(test_domain_add_kind), cmocka_unit_test(test_domain_odd_queries),
-	    cmocka_unit_test(test_domain_random),
+	    cmocka_unit_test(test_domain_random),   cmocka_unit_test(test_domain_fast_path),
+	    cmocka_unit_test(test_domain_reserve),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

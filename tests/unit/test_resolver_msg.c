@@ -229,6 +229,7 @@ test_msg_prepare_ttl(void **state)
 	static const char *const an[] = {"www.example.test. 300 IN A 198.18.0.1",
 	                                 "www.example.test. 60 IN A 198.18.0.2", NULL};
 	static const char *const huge[] = {"www.example.test. 999999 IN A 198.18.0.1", NULL};
+	static const char *const mixed[] = {"WwW.ExAmPlE.test. 60 IN A 198.18.0.1", NULL};
 	static const char *const soa[] = {
 	    "example.test. 600 IN SOA ns.example.test. a.example.test. 1 2 3 4 45", NULL};
 	struct resolver_conf conf;
@@ -247,6 +248,16 @@ test_msg_prepare_ttl(void **state)
 	pkt = test_answer("www.example.test.", LDNS_RR_TYPE_A, 0, huge, NULL);
 	assert_int_equal(answer_prepare(pkt, &conf, &raw, &len, &ttl), 0);
 	assert_int_equal(ttl, conf.max_ttl);
+	free(raw);
+	ldns_pkt_free(pkt);
+
+	/* The mixed case of a 0x20 query is not kept: clients get their own. */
+	pkt = test_answer("WwW.ExAmPlE.test.", LDNS_RR_TYPE_A, 0, mixed, NULL);
+	assert_int_equal(answer_prepare(pkt, &conf, &raw, &len, &ttl), 0);
+	assert_true(len > 12 + 18);
+	assert_memory_equal(raw + 12, "\3www\7example\4test\0", 18);
+	assert_null(memmem(raw, len, "ExAmPlE", 7));
+	assert_null(memmem(raw, len, "WwW", 3));
 	free(raw);
 	ldns_pkt_free(pkt);
 
@@ -495,8 +506,16 @@ test_msg_check_answer(void **state)
 	pkt = test_answer("WWW.EXAMPLE.test.", LDNS_RR_TYPE_A, 0, an, NULL);
 	ldns_pkt_set_id(pkt, 77);
 	assert_int_equal(ldns_pkt2wire(&wire, pkt, &len), LDNS_STATUS_OK);
+	/* 0x20: the question must come back spelt exactly as it was sent. */
+	assert_ptr_equal(msg_check_answer(wire, len, 77, key, key_len, &got), msg_err_case);
+	assert_null(got);
+	memcpy(key + 1, "WWW", 3);
+	memcpy(key + 5, "EXAMPLE", 7);
 	assert_null(msg_check_answer(wire, len, 77, key, key_len, &got));
 	ldns_pkt_free(got);
+	key[2] = 'w';
+	assert_ptr_equal(msg_check_answer(wire, len, 77, key, key_len, &got), msg_err_case);
+	key[2] = 'W';
 	assert_string_equal(msg_check_answer(wire, len, 78, key, key_len, &got), "wrong id");
 	assert_null(got);
 	assert_null(msg_name_key("www.example.test", LDNS_RR_TYPE_AAAA, key, &key_len));
@@ -510,6 +529,125 @@ test_msg_check_answer(void **state)
 	ldns_pkt_free(pkt);
 }
 
+/*
+ * ldns_wire2pkt() keeps only the last TSIG record and loses the others:
+ * the answer parser keeps them all, so that none leaks, and the cleaning
+ * drops them.
+ */
+static void
+test_msg_check_tsig(void **state)
+{
+	static const uint8_t tsig[11] = {0, 0, 250, 0, 255, 0, 0, 0, 0, 0, 0};
+	struct resolver_conf conf;
+	uint8_t key[MSG_KEY_MAX], msg[128], *raw;
+	ldns_pkt *got;
+	size_t key_len, len, raw_len;
+	uint32_t ttl;
+
+	resolver_conf_init(&conf);
+	assert_null(msg_name_key("www.example.test", LDNS_RR_TYPE_A, key, &key_len));
+	memset(msg, 0, 12);
+	msg[1] = 77;
+	msg[2] = 0x81;
+	msg[3] = 0x80;
+	msg[5] = 1;
+	msg[11] = 3;
+	memcpy(msg + 12, key, key_len);
+	len = 12 + key_len;
+	memcpy(msg + len, tsig, sizeof tsig);
+	memcpy(msg + len + sizeof tsig, tsig, sizeof tsig);
+	memcpy(msg + len + 2 * sizeof tsig, tsig, sizeof tsig);
+	assert_null(msg_check_answer(msg, len + 3 * sizeof tsig, 77, key, key_len, &got));
+	assert_int_equal(ldns_rr_list_rr_count(ldns_pkt_additional(got)), 3);
+	assert_int_equal(answer_prepare(got, &conf, &raw, &raw_len, &ttl), 0);
+	assert_int_equal(raw[11], 0); /* no additional record left */
+	free(raw);
+	ldns_pkt_free(got);
+	/* Two TSIGs, then a record cut short: refused, nothing kept. */
+	assert_string_equal(
+	    msg_check_answer(msg, len + 3 * sizeof tsig - 1, 77, key, key_len, &got),
+	    "unparsable answer");
+	assert_null(got);
+}
+
+static void
+test_msg_name_mix(void **state)
+{
+	static const uint8_t all[4] = {0xff, 0xff, 0xff, 0xff}, none[4] = {0}, alt[1] = {0x55};
+	uint8_t key[MSG_KEY_MAX], w[MSG_KEY_MAX];
+	size_t key_len;
+
+	assert_null(msg_name_key("a-1.example.test", LDNS_RR_TYPE_A, key, &key_len));
+	memcpy(w, key, key_len);
+	msg_name_mix(w, key_len - 4, all, sizeof all);
+	assert_memory_equal(w, "\3A-1\7EXAMPLE\4TEST\0", key_len - 4);
+	memcpy(w, key, key_len);
+	msg_name_mix(w, key_len - 4, none, sizeof none);
+	assert_memory_equal(w, key, key_len);
+	/* Bits go to letters only, in order; without enough bits the rest stay. */
+	memcpy(w, key, key_len);
+	msg_name_mix(w, key_len - 4, alt, sizeof alt);
+	assert_memory_equal(w, "\3A-1\7eXaMpLe\4test\0", key_len - 4);
+}
+
+/*
+ * The resolver decides plain names without host_parse(): every name must
+ * get the decision host_parse() and policy_decide() give it.
+ */
+static void
+test_answer_decide_names(void **state)
+{
+	static const char *const names[] = {
+	    "www.example.test",
+	    "blocked.example.test",
+	    "x.ads.example.test",
+	    "trusted.example.test",
+	    "a.wild.example.test",
+	    "1.1.1.1",
+	    "198.18.0.1",
+	    "a.0x1f",
+	    "a.0x",
+	    "a.1e5",
+	    "a.b1",
+	    "abc.de",
+	    "a.-",
+	    "_dmarc.example.test",
+	    "xn--bcher-kva.example",
+	    "dns.google",
+	    "a..b",
+	    "a.",
+	    ".a",
+	    "a b.test",
+	    "A.test",
+	    "2130706433",
+	    "0x7f.1",
+	    "x",
+	};
+	struct policy *p = test_policy(policy_yaml);
+	struct policy_request req;
+	struct decision got, want;
+	struct host h;
+	size_t i;
+	int blocked;
+
+	for (i = 0; i < EG_NELEM(names); i++) {
+		blocked = answer_decide(p, names[i], &got);
+		if (host_parse(names[i], strlen(names[i]), &h) != NULL) {
+			assert_int_equal(blocked, 1);
+			assert_string_equal(got.rule, "invalid-name");
+			continue;
+		}
+		memset(&req, 0, sizeof req);
+		req.host = &h;
+		policy_decide(p, &req, &want);
+		if (blocked != (want.action == ACTION_BLOCK) || strcmp(got.rule, want.rule) != 0 ||
+		    strcmp(got.reason, want.reason) != 0)
+			fail_msg("%s: %s (%s), want %s (%s)", names[i], got.rule, got.reason,
+			         want.rule, want.reason);
+	}
+	policy_unref(p);
+}
+
 int
 main(void)
 {
@@ -518,7 +656,8 @@ main(void)
 	    cmocka_unit_test(test_msg_reply_simple), cmocka_unit_test(test_msg_prepare_ttl),
 	    cmocka_unit_test(test_msg_prepare_ech),  cmocka_unit_test(test_msg_served),
 	    cmocka_unit_test(test_msg_reply_served), cmocka_unit_test(test_answer_addrs),
-	    cmocka_unit_test(test_msg_check_answer),
+	    cmocka_unit_test(test_msg_check_answer), cmocka_unit_test(test_msg_name_mix),
+	    cmocka_unit_test(test_msg_check_tsig),   cmocka_unit_test(test_answer_decide_names),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

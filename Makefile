@@ -54,6 +54,7 @@ fuzz: deps
 bench: build
 	$(BUILD)/bench_domain
 	$(BUILD)/bench_mint
+	cd $(BUILD) && ./bench_audit && rm -f bench_audit.jsonl
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')

@@ -57,15 +57,20 @@ json_escape(struct buf *b, const char *s, size_t len)
 	char esc[7];
 
 	buf_reserve(b, len + 2);
-	buf_addc(b, '"');
+	b->data[b->len++] = '"';
 	while (i < len) {
-		/* Copy the longest run of bytes that need no escaping at once. */
+		/*
+		 * Copy the longest run of bytes that need no escaping at once,
+		 * straight into the room reserved above (escapes reserve more).
+		 */
 		run = i;
 		while (run < len && p[run] >= 0x20 && p[run] < 0x7f && p[run] != '"' &&
 		       p[run] != '\\')
 			run++;
 		if (run > i) {
-			buf_add(b, p + i, run - i);
+			buf_reserve(b, run - i + 1);
+			memcpy(b->data + b->len, p + i, run - i);
+			b->len += run - i;
 			i = run;
 			continue;
 		}
@@ -103,7 +108,9 @@ json_escape(struct buf *b, const char *s, size_t len)
 		}
 		i++;
 	}
-	buf_addc(b, '"');
+	buf_reserve(b, 1);
+	b->data[b->len++] = '"';
+	b->data[b->len] = '\0';
 }
 
 void

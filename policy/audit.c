@@ -449,9 +449,16 @@ audit_open_fd(int fd, char *errbuf, size_t errlen)
 static void
 audit_add_key(struct buf *b, const char *key)
 {
-	buf_add(b, ",\"", 2);
-	buf_adds(b, key);
-	buf_add(b, "\":", 2);
+	size_t n = strlen(key);
+
+	buf_reserve(b, n + 4);
+	b->data[b->len++] = ',';
+	b->data[b->len++] = '"';
+	memcpy(b->data + b->len, key, n);
+	b->len += n;
+	b->data[b->len++] = '"';
+	b->data[b->len++] = ':';
+	b->data[b->len] = '\0';
 }
 
 static void

@@ -87,25 +87,32 @@ render() { # render TEMPLATE OUT KEY=VALUE...
 # answers PORT NAME: true once the server at PORT answers NAME.
 answers() { dig @127.0.0.1 -p "$1" +tries=1 +time=1 +short "$2" A 2>/dev/null | grep -q .; }
 
-# wait_answer PORT START_NS: seconds from START_NS until PORT answers (a
-# query every 5 ms, so the poll costs little of what it measures).
-wait_answer() {
-	python3 - "$1" "$2" <<'EOF'
-import socket, struct, sys, time
-port, start = int(sys.argv[1]), int(sys.argv[2])
+# launch PORT ERRFILE CMD...: starts CMD, prints "PID SECONDS": its pid and
+# the time from just before its exec until it answers a query on PORT (one
+# every 5 ms). The clock starts in the same process that polls, after the
+# interpreter is up, so neither the shell nor Python's start-up is counted.
+launch() {
+	python3 - "$@" <<'EOF'
+import socket, struct, subprocess, sys, time
+port, err, cmd = int(sys.argv[1]), sys.argv[2], sys.argv[3:]
 q = struct.pack(">HHHHHH", 7, 0x0100, 1, 0, 0, 0) + b"\3www\x08benchtld\0\0\1\0\1"
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 s.settimeout(0.005)
+start = time.time_ns()
+p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                     stderr=open(err, "w"))
 for _ in range(4000):
     try:
         s.sendto(q, ("127.0.0.1", port))
         r, _ = s.recvfrom(4096)
         if len(r) > 12 and struct.unpack(">H", r[6:8])[0] > 0:
-            print("%.3f" % ((time.time_ns() - start) / 1e9))
+            print(p.pid, "%.3f" % ((time.time_ns() - start) / 1e9))
             sys.exit(0)
     except OSError:
+        if p.poll() is not None:
+            break
         time.sleep(0.005)
-print("-")
+print(p.pid, "-")
 EOF
 }
 
@@ -142,30 +149,38 @@ dnsmasq --keep-in-foreground --conf-file="$T/authority.conf" --pid-file= 2>"$T/a
 PIDS="$PIDS $!"
 
 start_peer() { # start_peer NAME PORT: starts it, sets PEER_PID, LOAD_S
-	local start
-	start=$(date +%s%N)
+	local cmd=()
 	case "$1" in
 	egressd)
 		render "$PEER_DIR/dns_egressd.yaml" "$T/egressd.yaml" "BLOCK_FILE=$T/block.list"
-		"$BUILD_DIR/egressd" --config "$T/egressd.yaml" --proxy 127.0.0.1:0 \
-		    --dns "127.0.0.1:$2" --upstream-dns "127.0.0.1:$AUTH_PORT" \
-		    --audit "$T/audit.jsonl" 2>"$T/egressd.err" &
+		cmd=("$BUILD_DIR/egressd" --config "$T/egressd.yaml" --proxy 127.0.0.1:0
+		    --dns "127.0.0.1:$2" --upstream-dns "127.0.0.1:$AUTH_PORT"
+		    --audit "$T/audit.jsonl")
 		;;
 	dnsmasq)
 		render "$PEER_DIR/dns_dnsmasq.conf" "$T/dnsmasq.conf" "PORT=$2" \
 		    "AUTH_PORT=$AUTH_PORT" "BLOCK_CONF=$T/dnsmasq_block.conf"
-		dnsmasq --keep-in-foreground --conf-file="$T/dnsmasq.conf" --pid-file= \
-		    2>"$T/dnsmasq.err" &
+		cmd=(dnsmasq --keep-in-foreground --conf-file="$T/dnsmasq.conf" --pid-file=)
 		;;
 	unbound)
 		render "$PEER_DIR/dns_unbound.conf" "$T/unbound.conf" "PORT=$2" \
 		    "AUTH_PORT=$AUTH_PORT" "BLOCK_CONF=$T/unbound_block.conf"
-		unbound -d -c "$T/unbound.conf" 2>"$T/unbound.err" &
+		cmd=(unbound -d -c "$T/unbound.conf")
 		;;
 	esac
-	PEER_PID=$!
+	read -r PEER_PID LOAD_S < <(launch "$2" "$T/$1.err" "${cmd[@]}")
 	PIDS="$PIDS $PEER_PID"
-	LOAD_S=$(wait_answer "$2" "$start")
+}
+
+# stop PID: TERM, then KILL if it is still there after 5 s.
+stop() {
+	local _
+	kill -TERM "$1" 2>/dev/null
+	for _ in $(seq 1 50); do
+		kill -0 "$1" 2>/dev/null || return 0
+		sleep 0.1
+	done
+	kill -KILL "$1" 2>/dev/null
 }
 
 # perf PORT FILE: queries/s of dnsperf over FILE for DURATION seconds.
@@ -190,8 +205,7 @@ for peer in $PEERS; do
 	QPS_CACHED[$peer]=$(perf "$port" "$T/q_cached")
 	QPS_BLOCKED[$peer]=$(perf "$port" "$T/q_blocked")
 	QPS_MISS[$peer]=$(perf "$port" "$T/q_miss")
-	kill -TERM "$PEER_PID" 2>/dev/null
-	wait "$PEER_PID" 2>/dev/null
+	stop "$PEER_PID"
 done
 
 ratio() { # ratio A B: A/B with two decimals, or -

@@ -6,6 +6,10 @@
 # queries/s for cached allowed names, blocked names and cache misses (unique
 # names), the time from start to answering with the list loaded, and the
 # resident size with the list, then the ratios of egressd to unbound.
+# All servers run at once; each scenario is measured in ROUNDS rounds that
+# take the servers in turn, and each figure is the median of its rounds, so
+# a slow moment of the machine does not land on one server alone. Every
+# round of the miss scenario asks names no earlier round asked.
 #
 # Configs are rendered from tests/bench/peers/dns_* into a private temp
 # dir; every server gets its own free loopback port and is stopped by a
@@ -13,12 +17,13 @@
 # Missing tools (dnsperf, dnsmasq, unbound) are installed with apt-get
 # unless --no-install.
 #
-# usage: tests/bench/dns_bench.sh [--duration S] [--clients N] [--names N]
+# usage: tests/bench/dns_bench.sh [--duration S] [--rounds N] [--clients N] [--names N]
 #            [--peers "egressd dnsmasq unbound"] [--out FILE] [--no-install]
 
 set -u
 
-DURATION=10
+DURATION=9 # seconds per server and scenario, split into ROUNDS runs
+ROUNDS=3
 CLIENTS=8
 NAMES=100000
 PEERS="egressd dnsmasq unbound"
@@ -26,13 +31,14 @@ OUT=""
 INSTALL=1
 
 usage() {
-	sed -n '16,17s/^# //p' "$0" >&2
+	sed -n '20,21s/^# //p' "$0" >&2
 	exit 2
 }
 
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--duration) DURATION=${2:?}; shift 2 ;;
+	--rounds) ROUNDS=${2:?}; shift 2 ;;
 	--clients) CLIENTS=${2:?}; shift 2 ;;
 	--names) NAMES=${2:?}; shift 2 ;;
 	--peers) PEERS=${2:?}; shift 2 ;;
@@ -41,6 +47,13 @@ while [ $# -gt 0 ]; do
 	*) usage ;;
 	esac
 done
+
+case "$DURATION$ROUNDS" in '' | *[!0-9]*) usage ;; esac
+if [ "$ROUNDS" -lt 1 ] || [ "$ROUNDS" -gt 10 ] || [ "$DURATION" -lt "$ROUNDS" ]; then
+	echo "--rounds: 1..10, and --duration at least one second per round" >&2
+	exit 2
+fi
+ROUND_S=$((DURATION / ROUNDS))
 
 SRC_DIR=${SRC_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 BUILD_DIR=${BUILD_DIR:-$SRC_DIR/build}
@@ -119,9 +132,9 @@ EOF
 rss_mib() { awk '/^VmRSS/ {printf "%.1f", $2 / 1024}' "/proc/$1/status" 2>/dev/null || echo -; }
 
 # --- the data: blocklist in three formats, three query files ---
-python3 - "$T" "$NAMES" <<'EOF'
+python3 - "$T" "$NAMES" "$ROUNDS" <<'EOF'
 import sys, random
-t, n = sys.argv[1], int(sys.argv[2])
+t, n, rounds = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 rng = random.Random(42)
 alpha = "abcdefghijklmnopqrstuvwxyz0123456789"
 names = set()
@@ -139,8 +152,10 @@ with open(t + "/q_blocked", "w") as f:
     f.writelines("%s A\n" % x for x in rng.sample(names, min(10000, n)))
 with open(t + "/q_cached", "w") as f:
     f.writelines("c%d.cached.benchtld A\n" % i for i in range(200))
-with open(t + "/q_miss", "w") as f:
-    f.writelines("m%d-%d.miss.benchtld A\n" % (i, rng.randint(0, 1 << 30)) for i in range(1500000))
+for r in range(1, rounds + 1):
+    with open(t + "/q_miss_%d" % r, "w") as f:
+        f.writelines("m%d-%d-%d.miss.benchtld A\n" % (r, i, rng.randint(0, 1 << 30))
+                     for i in range(600000))
 EOF
 
 AUTH_PORT=$(free_port)
@@ -183,29 +198,50 @@ stop() {
 	kill -KILL "$1" 2>/dev/null
 }
 
-# perf PORT FILE: queries/s of dnsperf over FILE for DURATION seconds.
+# perf PORT FILE: queries/s of dnsperf over FILE for one round.
 perf() {
-	dnsperf -s 127.0.0.1 -p "$1" -d "$2" -l "$DURATION" -c "$CLIENTS" -q 500 -t 5 \
+	dnsperf -s 127.0.0.1 -p "$1" -d "$2" -l "$ROUND_S" -c "$CLIENTS" -q 500 -t 5 \
 	    >"$T/perf.out" 2>&1
 	awk '/Queries per second/ {print int($4)}' "$T/perf.out"
 }
 
 for i in $(seq 1 50); do answers "$AUTH_PORT" www.benchtld && break; sleep 0.1; done
 
-ROWS=""
-declare -A QPS_CACHED QPS_BLOCKED QPS_MISS LOAD RSS
+# median N...: the median of the numbers given (the lower one of an even count).
+median() { printf '%s\n' "$@" | grep -E '^[0-9]+$' | sort -n | awk '{v[NR] = $1} END {if (NR) print v[int((NR + 1) / 2)]}'; }
+
+declare -A QPS_CACHED QPS_BLOCKED QPS_MISS LOAD RSS PORT_OF PID_OF RUNS
+RUNNING=""
+# Each server is started alone (ready time and RSS are its own), then stays up.
 for peer in $PEERS; do
 	[ "$peer" = egressd ] && [ ! -x "$BUILD_DIR/egressd" ] && continue
 	port=$(free_port)
 	start_peer "$peer" "$port"
 	LOAD[$peer]=$LOAD_S
 	RSS[$peer]=$(rss_mib "$PEER_PID")
-	# Warm the cache with the names of the cached set, then measure.
+	PORT_OF[$peer]=$port
+	PID_OF[$peer]=$PEER_PID
+	RUNNING="$RUNNING $peer"
+	# Warm the cache with the names of the cached set.
 	dnsperf -s 127.0.0.1 -p "$port" -d "$T/q_cached" -n 1 -c 1 >/dev/null 2>&1
-	QPS_CACHED[$peer]=$(perf "$port" "$T/q_cached")
-	QPS_BLOCKED[$peer]=$(perf "$port" "$T/q_blocked")
-	QPS_MISS[$peer]=$(perf "$port" "$T/q_miss")
-	stop "$PEER_PID"
+done
+for round in $(seq 1 "$ROUNDS"); do
+	for scen in cached blocked miss; do
+		file="$T/q_$scen"
+		[ "$scen" = miss ] && file="$T/q_miss_$round"
+		for peer in $RUNNING; do
+			RUNS[$peer.$scen]="${RUNS[$peer.$scen]:-} $(perf "${PORT_OF[$peer]}" "$file")"
+		done
+	done
+done
+for peer in $RUNNING; do
+	# shellcheck disable=SC2086
+	QPS_CACHED[$peer]=$(median ${RUNS[$peer.cached]})
+	# shellcheck disable=SC2086
+	QPS_BLOCKED[$peer]=$(median ${RUNS[$peer.blocked]})
+	# shellcheck disable=SC2086
+	QPS_MISS[$peer]=$(median ${RUNS[$peer.miss]})
+	stop "${PID_OF[$peer]}"
 done
 
 ratio() { # ratio A B: A/B with two decimals, or -
@@ -219,7 +255,7 @@ ratio() { # ratio A B: A/B with two decimals, or -
 {
 	echo "| server | cached q/s | blocked q/s | miss q/s | ready with list (s) | RSS with list (MiB) |"
 	echo "| --- | ---: | ---: | ---: | ---: | ---: |"
-	for peer in $PEERS; do
+	for peer in $RUNNING; do
 		[ -n "${QPS_CACHED[$peer]:-}" ] || continue
 		echo "| $peer | ${QPS_CACHED[$peer]} | ${QPS_BLOCKED[$peer]} | ${QPS_MISS[$peer]} |" \
 		    "${LOAD[$peer]} | ${RSS[$peer]} |"
@@ -231,6 +267,6 @@ ratio() { # ratio A B: A/B with two decimals, or -
 		    "misses $(ratio "${QPS_MISS[egressd]}" "${QPS_MISS[unbound]}")"
 	fi
 	echo
-	echo "($NAMES-name blocklist; dnsperf -c $CLIENTS -q 500, $DURATION s per scenario;" \
-	    "$(nproc) cores; $(date -u +%Y-%m-%d))"
+	echo "($NAMES-name blocklist; dnsperf -c $CLIENTS -q 500; per server and scenario the median" \
+	    "of $ROUNDS rounds of $ROUND_S s, taken in turn; $(nproc) cores; $(date -u +%Y-%m-%d))"
 } | tee "${OUT:-/dev/null}"

@@ -166,7 +166,9 @@ sock_inherited(const char *name, int type, int nth)
 		len = sizeof v;
 		if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &v, &len) == -1 || v != type) {
 			log_warnx("inherited fd %d (%s) is not a %s socket", fd, name,
-			          type == SOCK_DGRAM ? "UDP" : type == SOCK_RAW ? "raw" : "TCP");
+			          type == SOCK_DGRAM ? "UDP"
+			          : type == SOCK_RAW ? "raw"
+			                             : "TCP");
 			return -1;
 		}
 		len = sizeof v;

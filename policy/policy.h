@@ -142,11 +142,11 @@ struct audit_event {
 	const char *rcode;
 	const char *error;
 	/* Extra fields (v1 allows additions). */
-	const char *addr; /* the address actually connected to */
-	const char *sni;  /* TLS server name the client sent */
-	const char *tls;  /* intercept | passthrough | tunnel */
-	const char *hint; /* what the user can do about an error */
-	int cached;       /* 1: answered from the resolver cache */
+	const char *addr;  /* the address actually connected to */
+	const char *sni;   /* TLS server name the client sent */
+	const char *tls;   /* intercept | passthrough | tunnel */
+	const char *hint;  /* what the user can do about an error */
+	int cached;        /* 1: answered from the resolver cache */
 	const char *proto; /* packet events: tcp udp icmp icmpv6, or a number */
 	int64_t uid;       /* packet events: the sender's uid; < 0: absent */
 };

@@ -1,14 +1,11 @@
 /*
  * One client connection of the explicit proxy: read a request head, decide
- * it with the connection's policy snapshot, answer 403 or get an upstream
- * (resolved, guarded, pooled), send the request re-serialised from its
- * parsed form, stream bodies both ways with backpressure, and go back for
- * the next request while both sides keep the connection alive. CONNECT
- * becomes a byte tunnel. Every exchange is audited once; every failure
- * ends in conn_close(), the one teardown path.
+ * it with the connection's policy snapshot, answer it (respond.c) or send
+ * it on (forward.c), stream bodies both ways with backpressure, and go
+ * back for the next request while both sides keep the connection alive.
+ * Every exchange is audited once; every failure ends in conn_close().
  */
 #include <arpa/inet.h>
-#include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
@@ -23,7 +20,6 @@
 #include "proxy.h"
 
 static void conn_read_head(struct conn *);
-static void conn_upstream_cb(void *, struct upstream_result *);
 
 static void
 conn_timer_cb(evutil_socket_t fd, short what, void *arg)
@@ -272,89 +268,6 @@ conn_flush_close(struct conn *c)
 		conn_close(c, "done");
 }
 
-/* A short response of our own: errors and policy blocks. */
-static void
-conn_respond(struct conn *c, int status, const char *reason, const char *body, int keep)
-{
-	struct evbuffer *out = bufferevent_get_output(c->client.bev);
-
-	if (c->flags & CONN_F_RESP_STARTED) {
-		/* Too late for a status: the client sees the connection cut. */
-		conn_close(c, c->x->error ? c->x->error : reason);
-		return;
-	}
-	c->x->status = status;
-	c->flags |= CONN_F_RESP_STARTED;
-	evbuffer_add_printf(out,
-	                    "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\n"
-	                    "Content-Length: %zu\r\nCache-Control: no-store\r\n",
-	                    status, reason, strlen(body));
-	if (status == 403 && c->x->decision.rule[0] != '\0')
-		evbuffer_add_printf(out, "X-Egress-Rule: %s\r\n", c->x->decision.rule);
-	evbuffer_add_printf(out, "Connection: %s\r\n\r\n%s", keep ? "keep-alive" : "close", body);
-	if (!keep)
-		c->flags |= CONN_F_CLIENT_CLOSE;
-}
-
-void
-conn_error(struct conn *c, int status, const char *reason, const char *detail)
-{
-	char body[512];
-
-	if (c->x->error == NULL)
-		c->x->error = detail;
-	snprintf(body, sizeof body, "egressd: %d %s: %s\n", status, reason, detail);
-	conn_respond(c, status, reason, body, 0);
-	conn_audit(c);
-	conn_flush_close(c);
-}
-
-/* 403 naming the rule, its source and the command that explains it. */
-static void
-conn_block(struct conn *c)
-{
-	const struct decision *d = &c->x->decision;
-	char body[1024], hint[320];
-	int keep;
-
-	if ((c->flags & CONN_F_TRANSPARENT) && !(c->flags & CONN_F_TLS) &&
-	    strcmp(c->x->req.method, "CONNECT") == 0) {
-		/* A redirected TLS or TCP stream cannot be answered in HTTP: cut it. */
-		c->x->status = 0;
-		conn_audit(c);
-		conn_close(c, "blocked");
-		return;
-	}
-	if (strcmp(c->x->req.method, "CONNECT") == 0)
-		snprintf(hint, sizeof hint, "--method CONNECT %s%s%s:%u",
-		         c->x->host.kind == HOST_ADDR && c->x->host.addr.af == AF_INET6 ? "[" : "",
-		         c->x->host.name,
-		         c->x->host.kind == HOST_ADDR && c->x->host.addr.af == AF_INET6 ? "]" : "",
-		         c->x->port);
-	else if (strcmp(c->x->req.method, "GET") != 0)
-		snprintf(hint, sizeof hint, "--method %s %s", c->x->req.method, c->x->host.name);
-	else
-		snprintf(hint, sizeof hint, "%s", c->x->host.name);
-	snprintf(body, sizeof body,
-	         "Blocked by the egress policy.\n"
-	         "host: %s\nrule: %s (%s%s%s)\nreason: %s\n"
-	         "To see why: policyctl explain %s\n",
-	         c->x->host.name, d->rule, d->list ? d->list : "", d->list ? ", " : "", d->source,
-	         d->reason, hint);
-	/* Keep the connection only when no request body is left unread. */
-	keep = (c->x->req.flags & HTTP_F_KEEP_ALIVE) &&
-	       (c->x->req.body == HTTP_BODY_NONE || c->x->req_body.done ||
-	        (c->x->req.body == HTTP_BODY_LENGTH && c->x->req.length == 0)) &&
-	       !c->e->draining;
-	conn_respond(c, 403, "Forbidden", body, keep);
-	conn_audit(c);
-	if (!keep) {
-		conn_flush_close(c);
-		return;
-	}
-	conn_exchange_done(c);
-}
-
 /*
  * Whether the decision needs the request body, deciding without it into
  * c->x->decision on the way. When the host lists and modes leave it to
@@ -420,7 +333,7 @@ conn_proceed(struct conn *c)
 	if (c->x->host.kind == HOST_ADDR)
 		policy_check_addr(c->policy, &c->x->host.addr, &c->x->decision);
 	if (c->x->decision.action == ACTION_BLOCK) {
-		conn_block(c);
+		respond_block(c);
 		return;
 	}
 	if (strcmp(c->x->req.method, "CONNECT") == 0 && intercept_tunnel_kind(c) == NULL) {
@@ -432,9 +345,7 @@ conn_proceed(struct conn *c)
 	 * the read callback stop reading. Toggling it here would cost two
 	 * epoll_ctl calls on every request a pooled upstream serves at once.
 	 */
-	conn_set_state(c, CONN_CONNECTING);
-	c->job = upstream_get(c->e, c->policy, &c->x->host, c->x->port, &c->x->decision,
-	                      (c->flags & CONN_F_TLS) ? UPSTREAM_F_TLS : 0, conn_upstream_cb, c);
+	forward_start(c);
 }
 
 /* Read the body the decision needs into c->x->held, up to maxGraphqlBody. */
@@ -446,7 +357,7 @@ conn_hold_body(struct conn *c)
 	struct conn_body *b = &c->x->req_body;
 
 	if (relay_body_move(c, b, in, c->x->held, 0) == -1) {
-		conn_error(c, 400, "Bad Request", "malformed chunked request body");
+		respond_error(c, 400, "Bad Request", "malformed chunked request body");
 		return;
 	}
 	if (evbuffer_get_length(c->x->held) > max)
@@ -478,19 +389,19 @@ conn_request(struct conn *c)
 		return;
 	}
 	if (!is_connect && c->x->req.uri.form != HTTP_TARGET_ABSOLUTE) {
-		conn_error(
+		respond_error(
 		    c, 400, "Bad Request",
 		    "this is a proxy: send absolute-form requests (http://host/path) or CONNECT");
 		return;
 	}
 	if (!is_connect && strcmp(c->x->req.uri.scheme, "http") != 0) {
-		conn_error(c, 400, "Bad Request",
-		           "https:// requests go through CONNECT, not as a plain proxy request");
+		respond_error(c, 400, "Bad Request",
+		              "https:// requests go through CONNECT, not as a plain proxy request");
 		return;
 	}
 	if ((err = host_parse(c->x->req.uri.host, strlen(c->x->req.uri.host), &c->x->host)) !=
 	    NULL) {
-		conn_error(c, 400, "Bad Request", err);
+		respond_error(c, 400, "Bad Request", err);
 		return;
 	}
 	c->x->port = c->x->req.uri.port;
@@ -569,13 +480,13 @@ conn_read_head(struct conn *c)
 		c->x->req.method = c->x->req.method ? c->x->req.method : "-";
 		c->x->t_start = time_mono_ms();
 		c->x->error = c->x->req.error;
-		conn_error(c, c->x->req.error_status,
-		           c->x->req.error_status == 431   ? "Request Header Fields Too Large"
-		           : c->x->req.error_status == 414 ? "URI Too Long"
-		           : c->x->req.error_status == 501 ? "Not Implemented"
-		           : c->x->req.error_status == 505 ? "HTTP Version Not Supported"
-		                                           : "Bad Request",
-		           c->x->req.error);
+		respond_error(c, c->x->req.error_status,
+		              c->x->req.error_status == 431   ? "Request Header Fields Too Large"
+		              : c->x->req.error_status == 414 ? "URI Too Long"
+		              : c->x->req.error_status == 501 ? "Not Implemented"
+		              : c->x->req.error_status == 505 ? "HTTP Version Not Supported"
+		                                              : "Bad Request",
+		              c->x->req.error);
 		return;
 	}
 	evbuffer_drain(in, c->x->req.head_len);
@@ -664,7 +575,7 @@ conn_client_write_cb(struct bufferevent *bev, void *arg)
 		relay_pump(c);
 }
 
-static void
+void
 conn_up_read_cb(struct bufferevent *bev, void *arg)
 {
 	struct conn_side *s = arg;
@@ -682,7 +593,7 @@ conn_up_read_cb(struct bufferevent *bev, void *arg)
 		relay_pump(c);
 }
 
-static void
+void
 conn_up_write_cb(struct bufferevent *bev, void *arg)
 {
 	struct conn_side *s = arg;
@@ -695,34 +606,6 @@ conn_up_write_cb(struct bufferevent *bev, void *arg)
 	}
 	if (c->client.throttled)
 		relay_pump(c);
-}
-
-/*
- * A pooled upstream may have been closed by the server just as it was
- * reused. When nothing of the response came and no request body was
- * consumed, send the request once more on a fresh connection.
- */
-static int
-conn_retry(struct conn *c)
-{
-	if (c->upstream == NULL || !c->upstream->reused || c->x->retried ||
-	    c->x->req.body != HTTP_BODY_NONE || c->x->held != NULL ||
-	    evbuffer_get_length(bufferevent_get_input(c->up.bev)) > 0)
-		return 0;
-	c->x->retried = 1;
-	side_detach(&c->up);
-	upstream_free(c->upstream);
-	c->upstream = NULL;
-	c->up.bev = NULL;
-	c->up.eof = 0;
-	http_msg_free(&c->x->resp);
-	http_msg_init(&c->x->resp);
-	conn_set_state(c, CONN_CONNECTING);
-	side_read(&c->client, 0);
-	c->job = upstream_get(c->e, c->policy, &c->x->host, c->x->port, &c->x->decision,
-	                      UPSTREAM_F_FRESH | ((c->flags & CONN_F_TLS) ? UPSTREAM_F_TLS : 0),
-	                      conn_upstream_cb, c);
-	return 1;
 }
 
 void
@@ -746,7 +629,7 @@ conn_event_cb(struct bufferevent *bev, short what, void *arg)
 	}
 	if (what & BEV_EVENT_TIMEOUT) {
 		if (is_up && c->state == CONN_EXCHANGE && !c->x->resp_parsed) {
-			conn_error(c, 504, "Gateway Timeout", "upstream response timed out");
+			respond_error(c, 504, "Gateway Timeout", "upstream response timed out");
 			return;
 		}
 		conn_close(c, c->state == CONN_TUNNEL ? "tunnel idle timeout" : "timeout");
@@ -754,9 +637,9 @@ conn_event_cb(struct bufferevent *bev, short what, void *arg)
 	}
 	if (what & BEV_EVENT_ERROR) {
 		if (is_up && c->state == CONN_EXCHANGE && !c->x->resp_parsed) {
-			if (conn_retry(c))
+			if (forward_retry(c))
 				return;
-			conn_error(c, 502, "Bad Gateway", "upstream connection reset");
+			respond_error(c, 502, "Bad Gateway", "upstream connection reset");
 			return;
 		}
 		conn_close(c, is_up ? "upstream error" : "client error");
@@ -790,9 +673,9 @@ conn_event_cb(struct bufferevent *bev, short what, void *arg)
 		/* It may have closed the connection or finished the exchange. */
 		if ((c->flags & CONN_F_CLOSED) || c->x == NULL || c->x->resp_parsed)
 			return;
-		if (conn_retry(c))
+		if (forward_retry(c))
 			return;
-		conn_error(c, 502, "Bad Gateway", "upstream closed without a response");
+		respond_error(c, 502, "Bad Gateway", "upstream closed without a response");
 		return;
 	}
 	relay_pump(c);
@@ -823,144 +706,6 @@ conn_side_read(evutil_socket_t fd, short what, void *arg)
 		conn_client_read_cb(s->bev, s);
 	else
 		conn_up_read_cb(s->bev, s);
-}
-
-static void
-conn_attach_upstream(struct conn *c, struct upstream *u)
-{
-	c->upstream = u;
-	c->up.bev = u->bev;
-	c->up.eof = 0;
-	c->up.throttled = 0;
-	c->up.plain = !u->tls;
-	bufferevent_setcb(u->bev, conn_up_read_cb, conn_up_write_cb, conn_event_cb, &c->up);
-	bufferevent_setwatermark(u->bev, EV_WRITE, RELAY_LOW_MARK, 0);
-	/*
-	 * Writing is enabled on a socket bufferevent from its creation;
-	 * enabling it again would register the socket for writability (and
-	 * unregister it after) for every request a pooled upstream carries.
-	 */
-	if (u->rd != NULL) {
-		u->side = &c->up;
-		side_attach_event(&c->up, u->rd);
-	} else
-		side_read(&c->up, 1);
-}
-
-/*
- * An allowed GET asking to become a WebSocket: the upgrade is passed on,
- * and a 101 turns the connection into a byte relay. Other upgrades (h2c)
- * are dropped and the request is served as plain HTTP/1.1.
- */
-static int
-conn_is_websocket(const struct conn *c)
-{
-	return (c->x->req.flags & HTTP_F_UPGRADE) && strcmp(c->x->req.method, "GET") == 0 &&
-	       http_list_has(c->x->req.upgrade, "websocket");
-}
-
-/* Send the request head and what is already here of its body. */
-static void
-conn_send_request(struct conn *c)
-{
-	struct buf head;
-	int flags = HTTP_SER_KEEP_ALIVE;
-
-	if (c->flags & CONN_F_CONTINUE_SENT) {
-		/* We answered the expectation; the upstream gets the body at once. */
-		c->x->req.flags &= ~HTTP_F_EXPECT_CONTINUE;
-	}
-	buf_init(&head);
-	if (conn_is_websocket(c)) {
-		flags |= HTTP_SER_UPGRADE;
-		c->x->upgrade = 1;
-	}
-	if (http_request_serialize(&c->x->req, c->x->req.uri.path, c->x->authority, flags, &head) ==
-	    -1) {
-		buf_free(&head);
-		conn_error(c, 400, "Bad Request", "request cannot be forwarded");
-		return;
-	}
-	relay_send(&c->up, head.data, head.len);
-	buf_free(&head);
-	if (c->x->held != NULL) {
-		struct evbuffer *uout = bufferevent_get_output(c->up.bev);
-		size_t n = evbuffer_get_length(c->x->held);
-		char ch[CHUNKED_HEAD_MAX];
-
-		/*
-		 * A body held whole goes as Content-Length. A truncated one
-		 * continues as a stream in its own framing: held chunked data
-		 * was de-chunked, so it goes first as one chunk of ours.
-		 */
-		c->x->req_body.out = c->x->req_body.in;
-		if (c->x->req_body.in == HTTP_BODY_CHUNKED && !c->x->req_body.done && n > 0) {
-			evbuffer_add(uout, ch, chunked_head(ch, n));
-			evbuffer_add_buffer(uout, c->x->held);
-			evbuffer_add(uout, "\r\n", 2);
-		} else
-			evbuffer_add_buffer(uout, c->x->held);
-	}
-	conn_set_state(c, CONN_EXCHANGE);
-	side_read(&c->client, 1);
-	relay_pump(c);
-}
-
-static void
-conn_upstream_cb(void *arg, struct upstream_result *r)
-{
-	static const char established[] = "HTTP/1.1 200 Connection established\r\n\r\n";
-	struct conn *c = arg;
-	char detail[256];
-
-	c->job = NULL;
-	if (r->err == UPSTREAM_E_BLOCKED) {
-		c->x->decision = *r->blocked;
-		conn_block(c);
-		return;
-	}
-	if (r->err == UPSTREAM_E_TLS) {
-		snprintf(detail, sizeof detail, "upstream TLS with %s:%u failed: %s",
-		         c->x->host.name, c->x->port, r->detail);
-		intercept_audit(c, r->verify ? "upstream-certificate" : "upstream-tls",
-		                r->verify ? "the upstream's certificate did not verify"
-		                          : "TLS with the upstream failed",
-		                r->detail, NULL);
-		conn_error(c, 502, "Bad Gateway", detail);
-		return;
-	}
-	if (r->err != UPSTREAM_OK) {
-		snprintf(detail, sizeof detail, "%s: %s:%u%s%s", upstream_strerror(r->err),
-		         c->x->host.name, c->x->port, r->sys_errno ? ": " : "",
-		         r->sys_errno ? strerror(r->sys_errno) : "");
-		c->x->error = upstream_strerror(r->err);
-		if (r->err == UPSTREAM_E_TIMEOUT)
-			conn_error(c, 504, "Gateway Timeout", detail);
-		else
-			conn_error(c, 502, "Bad Gateway", detail);
-		return;
-	}
-	/* The guard allowed the address: the decision stands as it was. */
-	conn_attach_upstream(c, r->u);
-	if (strcmp(c->x->req.method, "CONNECT") == 0) {
-		c->x->status = 200;
-		c->x->tls = intercept_tunnel_kind(c);
-		if (!(c->flags & CONN_F_TRANSPARENT))
-			relay_send(&c->client, established, sizeof established - 1);
-		c->flags |= CONN_F_RESP_STARTED;
-		conn_tunnel(c);
-		return;
-	}
-	conn_send_request(c);
-}
-
-/* Relay bytes both ways from now on: a CONNECT tunnel or an upgraded exchange. */
-void
-conn_tunnel(struct conn *c)
-{
-	conn_set_state(c, CONN_TUNNEL);
-	side_read(&c->client, 1);
-	relay_pump(c);
 }
 
 /* A connection for an accepted socket, not yet reading; NULL if none can be made. */

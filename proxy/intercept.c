@@ -119,7 +119,7 @@ intercept_start(struct conn *c)
 	static const char established[] = "HTTP/1.1 200 Connection established\r\n\r\n";
 
 	if (evbuffer_get_length(bufferevent_get_input(c->client.bev)) > 0) {
-		conn_error(c, 400, "Bad Request", "bytes sent before the tunnel was established");
+		respond_error(c, 400, "Bad Request", "bytes sent before the tunnel was established");
 		return;
 	}
 	if (c->dest == NULL)
@@ -192,17 +192,17 @@ intercept_request(struct conn *c)
 	c->x->port = c->dest->port;
 	if (strcmp(c->x->req.method, "CONNECT") == 0 ||
 	    (u->form != HTTP_TARGET_ORIGIN && u->form != HTTP_TARGET_ABSOLUTE)) {
-		conn_error(c, 400, "Bad Request", "expected an origin-form request inside TLS");
+		respond_error(c, 400, "Bad Request", "expected an origin-form request inside TLS");
 		return;
 	}
 	if (u->form == HTTP_TARGET_ABSOLUTE &&
 	    (strcmp(u->scheme, "https") != 0 || !intercept_host_matches(c, u->authority))) {
-		conn_error(c, 421, "Misdirected Request",
+		respond_error(c, 421, "Misdirected Request",
 		           "the request names another host than the CONNECT");
 		return;
 	}
 	if (hv == NULL || !intercept_host_matches(c, hv)) {
-		conn_error(c, 421, "Misdirected Request",
+		respond_error(c, 421, "Misdirected Request",
 		           "the Host header names another host than the CONNECT");
 		return;
 	}

@@ -345,10 +345,8 @@ void conn_start(struct conn *);
 void conn_close(struct conn *, const char *);
 void conn_drain_idle(struct egressd *);
 void conn_close_all(struct egressd *, const char *);
-void conn_error(struct conn *, int, const char *, const char *);
 void conn_flush_close(struct conn *);
 void conn_exchange_done(struct conn *);
-void conn_tunnel(struct conn *);
 const char *conn_mode(const struct conn *);
 void conn_audit(struct conn *);
 void conn_exchange_new(struct conn *);
@@ -371,6 +369,17 @@ void intercept_request(struct conn *);
 void conn_exchange_pool_free(struct egressd *);
 void conn_set_state(struct conn *, enum conn_state);
 void conn_side_read(evutil_socket_t, short, void *);
+void conn_up_read_cb(struct bufferevent *, void *);
+void conn_up_write_cb(struct bufferevent *, void *);
+
+/* respond.c */
+void respond_error(struct conn *, int, const char *, const char *);
+void respond_block(struct conn *);
+
+/* forward.c */
+void forward_start(struct conn *);
+int forward_retry(struct conn *);
+void forward_tunnel(struct conn *);
 
 /* transparent.c */
 void transparent_accept(struct egressd *, int, const struct sockaddr *);

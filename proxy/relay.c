@@ -191,13 +191,13 @@ relay_upgrade(struct conn *c)
 	if (http_response_serialize(&c->x->resp, c->x->req.version, HTTP_SER_UPGRADE, &head,
 	                            &out) == -1) {
 		buf_free(&head);
-		conn_error(c, 502, "Bad Gateway", "upgrade response cannot be forwarded");
+		respond_error(c, 502, "Bad Gateway", "upgrade response cannot be forwarded");
 		return;
 	}
 	c->flags |= CONN_F_RESP_STARTED | CONN_F_CLIENT_CLOSE;
 	relay_send(&c->client, head.data, head.len);
 	buf_free(&head);
-	conn_tunnel(c);
+	forward_tunnel(c);
 }
 
 /* Parse the response head; 100 Continue and other 1xx are handled here. */
@@ -222,7 +222,7 @@ relay_read_response(struct conn *c)
 		if (r == HTTP_PARSE_INCOMPLETE)
 			return;
 		if (r == HTTP_PARSE_ERROR) {
-			conn_error(c, 502, "Bad Gateway", c->x->resp.error);
+			respond_error(c, 502, "Bad Gateway", c->x->resp.error);
 			return;
 		}
 		evbuffer_drain(in, c->x->resp.head_len);
@@ -237,7 +237,7 @@ relay_read_response(struct conn *c)
 			 * hold the exchange open for ever, its timeout renewed each time.
 			 */
 			if (++c->x->interim > RELAY_MAX_INTERIM) {
-				conn_error(c, 502, "Bad Gateway", "too many interim responses");
+				respond_error(c, 502, "Bad Gateway", "too many interim responses");
 				return;
 			}
 			if (c->x->resp.status == 100 &&
@@ -262,7 +262,7 @@ relay_read_response(struct conn *c)
 	buf_init(&head);
 	if (http_response_serialize(&c->x->resp, c->x->req.version, flags, &head, &out) == -1) {
 		buf_free(&head);
-		conn_error(c, 502, "Bad Gateway", "response cannot be forwarded to this client");
+		respond_error(c, 502, "Bad Gateway", "response cannot be forwarded to this client");
 		return;
 	}
 	if (!(flags & HTTP_SER_KEEP_ALIVE) || out == HTTP_BODY_CLOSE)
@@ -305,7 +305,7 @@ relay_pump_head(struct conn *c, const void *head, size_t len)
 	if (!c->x->req_body.done) {
 		if (relay_body_move(c, &c->x->req_body, cin, c->e->scratch, c->client.eof) == -1) {
 			evbuffer_drain(c->e->scratch, evbuffer_get_length(c->e->scratch));
-			conn_error(c, 400, "Bad Request", "malformed chunked request body");
+			respond_error(c, 400, "Bad Request", "malformed chunked request body");
 			return;
 		}
 		relay_send_buffer(&c->up, c->e->scratch);

@@ -106,7 +106,7 @@ transparent_request(struct conn *c)
 
 	if (strcmp(c->x->req.method, "CONNECT") == 0 ||
 	    (u->form != HTTP_TARGET_ORIGIN && u->form != HTTP_TARGET_ABSOLUTE)) {
-		conn_error(c, 400, "Bad Request", "expected an origin-form request");
+		respond_error(c, 400, "Bad Request", "expected an origin-form request");
 		return;
 	}
 	if (u->form == HTTP_TARGET_ABSOLUTE)
@@ -122,7 +122,7 @@ transparent_request(struct conn *c)
 			end = strchr(hv, ':') ? strchr(hv, ':') : hv + strlen(hv);
 		len = (size_t)(end - hv);
 		if ((err = host_parse(hv, len, &c->x->host)) != NULL) {
-			conn_error(c, 400, "Bad Request", err);
+			respond_error(c, 400, "Bad Request", err);
 			return;
 		}
 		c->x->authority = hv;

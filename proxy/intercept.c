@@ -119,7 +119,8 @@ intercept_start(struct conn *c)
 	static const char established[] = "HTTP/1.1 200 Connection established\r\n\r\n";
 
 	if (evbuffer_get_length(bufferevent_get_input(c->client.bev)) > 0) {
-		respond_error(c, 400, "Bad Request", "bytes sent before the tunnel was established");
+		respond_error(c, 400, "Bad Request",
+		              "bytes sent before the tunnel was established");
 		return;
 	}
 	if (c->dest == NULL)
@@ -198,12 +199,12 @@ intercept_request(struct conn *c)
 	if (u->form == HTTP_TARGET_ABSOLUTE &&
 	    (strcmp(u->scheme, "https") != 0 || !intercept_host_matches(c, u->authority))) {
 		respond_error(c, 421, "Misdirected Request",
-		           "the request names another host than the CONNECT");
+		              "the request names another host than the CONNECT");
 		return;
 	}
 	if (hv == NULL || !intercept_host_matches(c, hv)) {
 		respond_error(c, 421, "Misdirected Request",
-		           "the Host header names another host than the CONNECT");
+		              "the Host header names another host than the CONNECT");
 		return;
 	}
 	c->x->authority = u->form == HTTP_TARGET_ABSOLUTE ? u->authority : hv;

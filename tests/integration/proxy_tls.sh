@@ -123,6 +123,32 @@ expect_eq "$(tcurl --max-time 60 "https://origin.test/big?n=$BIG" | sha)" "$want
     "9 MiB download through interception intact"
 expect_eq "$(tcurl --max-time 60 --limit-rate 3M -H 'Connection: close' "https://origin.test/big?n=$BIG" | sha)" \
     "$want" "and with Connection: close to a slow reader"
+# A slow reader of a large intercepted download: both TLS legs hold back
+# (the ciphertext read from the origin pauses at its bound, decrypting
+# stops while the client side is full), so egressd's memory stays flat.
+SLOW=$((40 * 1024 * 1024))
+kb() { awk -v k="$1:" '$1 == k {print $2}' "/proc/$EG_PID/status"; }
+start_rss=$(kb VmRSS)
+tcurl --max-time 90 --limit-rate 4M -o "$T/slow.out" "https://origin.test/big?n=$SLOW" 2>"$T/slow.err" &
+CURL_PID=$!
+track_pid "$CURL_PID"
+max_rss=0
+samples=0
+while kill -0 "$CURL_PID" 2>/dev/null && [ "$samples" -lt 400 ]; do
+	r=$(kb VmRSS)
+	[ -n "$r" ] && [ "$r" -gt "$max_rss" ] && max_rss=$r
+	samples=$((samples + 1))
+	sleep 0.25
+done
+wait "$CURL_PID"
+expect_eq "$?" 0 "slow intercepted download finished ($(cat "$T/slow.err"))"
+expect_eq "$(sha <"$T/slow.out")" "$(python3 "$ORIGIN_PY" --log /dev/null --gen "$SLOW" | sha)" \
+    "slow intercepted download intact"
+echo "# slow TLS reader: $SLOW bytes at 4 MiB/s, egressd VmRSS ${start_rss} -> peak ${max_rss} kB"
+if ! asan_build; then
+	expect_eq "$([ "$((max_rss - start_rss))" -lt 16384 ] && echo yes)" yes \
+	    "egressd did not buffer the slow intercepted response (grew $((max_rss - start_rss)) kB)"
+fi
 python3 "$ORIGIN_PY" --log /dev/null --gen $((5 * 1024 * 1024 + 777)) >"$T/up.bin"
 run tcurl --max-time 60 -X PUT -H 'Content-Type: application/octet-stream' --data-binary "@$T/up.bin" \
     https://allowed.test/echo

@@ -1,5 +1,6 @@
-# Shared by the benchmark scripts (proxy_bench.sh, tls_bench.sh): background
-# processes started and stopped under their own pid, free loopback ports,
+# Shared by the benchmark scripts (proxy_bench.sh, tls_bench.sh): their
+# common options, background processes started and stopped under their
+# own pid, free loopback ports,
 # RSS of a process tree, and the small statistics of the reports. The
 # sourcing script sets T (its temp dir), declares the associative arrays
 # PID, PORT and STATUS, and defines loadgen_run.
@@ -127,4 +128,38 @@ loadgen_find() {
 		"$SRC_DIR"/tests/bench/loadgen_tls.c -o "$LOADGEN" \
 		$(pkg-config --cflags --libs libevent libevent_openssl libssl libcrypto) ||
 		{ log "cannot build loadgen"; return 1; }
+}
+
+# bench_args IDLE_MAX ARGS...: the options both scripts take, into DURATION,
+# ROUNDS, PEERS, IDLE_CONNS (1..IDLE_MAX), OUT and INSTALL, whose defaults
+# the script set; anything else, or a value out of range, calls its usage.
+bench_args() {
+	local idle_max=$1
+	shift
+	while [ $# -gt 0 ]; do
+		case "$1" in
+		--duration) DURATION=${2:?}; shift 2 ;;
+		--rounds) ROUNDS=${2:?}; shift 2 ;;
+		--peers) PEERS=${2:?}; shift 2 ;;
+		--idle-conns) IDLE_CONNS=${2:?}; shift 2 ;;
+		--out) OUT=${2:?}; shift 2 ;;
+		--no-install) INSTALL=0; shift ;;
+		*) usage ;;
+		esac
+	done
+	case "$DURATION" in '' | *[!0-9]*) usage ;; esac
+	case "$IDLE_CONNS" in '' | *[!0-9]*) usage ;; esac
+	case "$ROUNDS" in '' | *[!0-9]*) usage ;; esac
+	if [ "$DURATION" -lt 1 ] || [ "$DURATION" -gt 120 ]; then
+		echo "--duration: 1..120" >&2
+		exit 2
+	fi
+	if [ "$ROUNDS" -lt 1 ] || [ "$ROUNDS" -gt 10 ]; then
+		echo "--rounds: 1..10" >&2
+		exit 2
+	fi
+	if [ "$IDLE_CONNS" -lt 1 ] || [ "$IDLE_CONNS" -gt "$idle_max" ]; then
+		echo "--idle-conns: 1..$idle_max" >&2
+		exit 2
+	fi
 }

@@ -26,38 +26,14 @@ INSTALL=1
 SCENARIOS="ka64 ka1 close16"
 
 usage() {
-	sed -n '16,17s/^# //p' "$0" >&2
+	sed -n '15,16s/^# //p' "$0" >&2
 	exit 2
 }
 
-while [ $# -gt 0 ]; do
-	case "$1" in
-	--duration) DURATION=${2:?}; shift 2 ;;
-	--rounds) ROUNDS=${2:?}; shift 2 ;;
-	--peers) PEERS=${2:?}; shift 2 ;;
-	--idle-conns) IDLE_CONNS=${2:?}; shift 2 ;;
-	--out) OUT=${2:?}; shift 2 ;;
-	--no-install) INSTALL=0; shift ;;
-	*) usage ;;
-	esac
-done
-case "$DURATION" in '' | *[!0-9]*) usage ;; esac
-case "$IDLE_CONNS" in '' | *[!0-9]*) usage ;; esac
-case "$ROUNDS" in '' | *[!0-9]*) usage ;; esac
-if [ "$DURATION" -lt 1 ] || [ "$DURATION" -gt 120 ]; then
-	echo "--duration: 1..120" >&2
-	exit 2
-fi
-if [ "$ROUNDS" -lt 1 ] || [ "$ROUNDS" -gt 10 ]; then
-	echo "--rounds: 1..10" >&2
-	exit 2
-fi
-if [ "$IDLE_CONNS" -lt 1 ] || [ "$IDLE_CONNS" -gt 5000 ]; then
-	echo "--idle-conns: 1..5000" >&2
-	exit 2
-fi
-
 SRC_DIR=${SRC_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+. "$SRC_DIR/tests/bench/lib.sh"
+bench_args 5000 "$@"
+
 BUILD_DIR=${BUILD_DIR:-$SRC_DIR/build}
 PEER_DIR="$SRC_DIR/tests/bench/peers"
 
@@ -66,7 +42,6 @@ T=$(mktemp -d "${TMPDIR:-/tmp}/egress-bench.XXXXXX") || exit 1
 chmod 755 "$T"
 declare -A PID PORT STATUS RPS P50 P99 ERR KIB
 
-. "$SRC_DIR/tests/bench/lib.sh"
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 

@@ -19,6 +19,7 @@ BASE_IMAGE=localhost/debian-base:bookworm
 OPENCODE_VERSION=$(sed -n 's/^ARG OPENCODE_VERSION=//p' "$SRC_DIR/image/Containerfile" | head -n 1)
 
 . "$SRC_DIR/tests/lib/expect.sh"
+. "$SRC_DIR/tests/lib/pki.sh"
 
 [ "$(id -u)" -eq 0 ] || skip "needs root (podman with nftables inside containers)"
 for tool in podman debootstrap openssl python3; do
@@ -76,16 +77,7 @@ image_build() {
 
 # A test CA and the origin's certificate for the test names.
 lib_test_ca() {
-	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
-		-subj /CN=image-test-ca -keyout "$T/testca.key" -out "$T/testca.pem" \
-		-addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign \
-		>/dev/null 2>&1 || return 1
-	openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=allowed.test \
-		-keyout "$T/origin.key" -out "$T/origin.csr" >/dev/null 2>&1 || return 1
-	printf 'subjectAltName=DNS:allowed.test,DNS:readonly.test,DNS:blocked.test\n' >"$T/origin.ext"
-	openssl x509 -req -in "$T/origin.csr" -CA "$T/testca.pem" -CAkey "$T/testca.key" \
-		-CAcreateserial -days 2 -extfile "$T/origin.ext" -out "$T/origin.pem" \
-		>/dev/null 2>&1 || return 1
+	pki_make image-test-ca allowed.test readonly.test blocked.test || return 1
 	mkdir -p "$T/origin"
 	cp "$T/origin.pem" "$T/origin.key" "$SRC_DIR/tests/netns/inet.py" \
 		"$SRC_DIR/tests/integration/origin.py" "$T/origin/"

@@ -13,6 +13,7 @@ EGRESSD="$BUILD_DIR/egressd"
 export PYTHONDONTWRITEBYTECODE=1
 
 . "$SRC_DIR/tests/lib/expect.sh"
+. "$SRC_DIR/tests/lib/pki.sh"
 [ "$(id -u)" -eq 0 ] || skip "needs root (network namespaces, nftables)"
 for tool in ip nft python3 curl setpriv; do
 	command -v "$tool" >/dev/null || skip "needs $tool"
@@ -65,16 +66,7 @@ in_inet() { ip netns exec "$NS_INET" "$@"; }
 
 # A test CA and a certificate for allowed.test (egressd trusts it upstream).
 lib_test_ca() {
-	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
-		-subj /CN=netns-test-ca -keyout "$T/testca.key" -out "$T/testca.pem" \
-		-addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign \
-		>/dev/null 2>&1 || return 1
-	openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=allowed.test \
-		-keyout "$T/origin.key" -out "$T/origin.csr" >/dev/null 2>&1 || return 1
-	printf 'subjectAltName=DNS:allowed.test,DNS:blocked.test\n' >"$T/origin.ext"
-	openssl x509 -req -in "$T/origin.csr" -CA "$T/testca.pem" -CAkey "$T/testca.key" \
-		-CAcreateserial -days 2 -extfile "$T/origin.ext" -out "$T/origin.pem" \
-		>/dev/null 2>&1 || return 1
+	pki_make netns-test-ca allowed.test blocked.test || return 1
 	chmod 644 "$T/testca.pem"
 }
 

@@ -363,7 +363,16 @@ tlsio_bev_new(struct event_base *base, int fd, SSL *ssl, enum bufferevent_ssl_st
 	bufferevent_setwatermark(under, EV_WRITE, 0, TLSIO_OUT_MAX);
 	io->in_cb = evbuffer_add_cb(bufferevent_get_input(under), tlsio_input_cb, io);
 	io->out_cb = evbuffer_add_cb(bufferevent_get_output(under), tlsio_output_cb, io);
-	bev = bufferevent_openssl_filter_new(base, under, ssl, state, BEV_OPT_CLOSE_ON_FREE);
+	/*
+	 * Callbacks from the loop, as a socket bufferevent makes them. A
+	 * filter otherwise runs them from inside the call that made them due:
+	 * enabling reading decrypts what under holds and runs the read
+	 * callback before bufferevent_enable returns, so a connection that
+	 * resumes reading one side while moving bytes would be re-entered
+	 * and could finish (and free) the exchange under its caller.
+	 */
+	bev = bufferevent_openssl_filter_new(base, under, ssl, state,
+	                                     BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
 	if (bev == NULL)
 		fatalx("cannot make a TLS bufferevent");
 	/* The filter enabled under; its descriptor-less events never fire, and we do the I/O. */
@@ -374,9 +383,9 @@ tlsio_bev_new(struct event_base *base, int fd, SSL *ssl, enum bufferevent_ssl_st
 	bufferevent_openssl_set_allow_dirty_shutdown(bev, 1);
 	/*
 	 * No read high mark: with one, every change to the filter's input
-	 * re-enables reading, and a filter reads (and runs the read callback)
-	 * as it is enabled, from inside whatever drained the input. Without
-	 * one it decrypts all that under holds, at most TLSIO_IN_MAX.
+	 * re-enables reading, and a filter decrypts as it is enabled, from
+	 * inside whatever drained the input. Without one it decrypts all that
+	 * under holds, at most TLSIO_IN_MAX.
 	 */
 	tlsio_read_on(io, 1);
 	return bev;

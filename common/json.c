@@ -47,6 +47,13 @@ utf8_len(const unsigned char *p, size_t left)
 	return n;
 }
 
+/* Bytes that go into a JSON string as they are: printable ASCII but '"' and '\\'. */
+#define JP(c)   ((c) >= 0x20 && (c) < 0x7f && (c) != '"' && (c) != '\\')
+#define JP4(c)  JP(c), JP((c) + 1), JP((c) + 2), JP((c) + 3)
+#define JP16(c) JP4(c), JP4((c) + 4), JP4((c) + 8), JP4((c) + 12)
+#define JP64(c) JP16(c), JP16((c) + 16), JP16((c) + 32), JP16((c) + 48)
+static const unsigned char json_plain[256] = {JP64(0), JP64(64), JP64(128), JP64(192)};
+
 /* Append s[0..len) to b as a quoted JSON string. */
 void
 json_escape(struct buf *b, const char *s, size_t len)
@@ -64,8 +71,7 @@ json_escape(struct buf *b, const char *s, size_t len)
 		 * straight into the room reserved above (escapes reserve more).
 		 */
 		run = i;
-		while (run < len && p[run] >= 0x20 && p[run] < 0x7f && p[run] != '"' &&
-		       p[run] != '\\')
+		while (run < len && json_plain[p[run]])
 			run++;
 		if (run > i) {
 			buf_reserve(b, run - i + 1);

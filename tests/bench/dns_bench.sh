@@ -4,8 +4,11 @@
 # blocklist in front of the same local authority (dnsmasq answering every
 # name under benchtld with 198.18.0.1, TTL 1 h). Prints one markdown table:
 # queries/s for cached allowed names, blocked names and cache misses (unique
-# names), the time from start to answering with the list loaded, and the
-# resident size with the list, then the ratios of egressd to unbound.
+# names), the time from start to answering with the list loaded, the
+# resident size with the list, and each server's CPU time (user and
+# system, from /proc) per cached and per blocked query, which depends less
+# on what else the machine does than queries/s; then the ratios of egressd
+# to unbound.
 # All servers run at once; each scenario is measured in ROUNDS rounds that
 # take the servers in turn, and each figure is the median of its rounds, so
 # a slow moment of the machine does not land on one server alone. Every
@@ -31,7 +34,7 @@ OUT=""
 INSTALL=1
 
 usage() {
-	sed -n '20,21s/^# //p' "$0" >&2
+	awk '/^# usage:/ {u = 1} u && /^#/ {sub(/^# /, ""); print; next} u {exit}' "$0" >&2
 	exit 2
 }
 
@@ -198,11 +201,21 @@ stop() {
 	kill -KILL "$1" 2>/dev/null
 }
 
-# perf PORT FILE: queries/s of dnsperf over FILE for one round.
+# cpu_ticks PID: the user and system time PID has used, in clock ticks.
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
+
+# perf PORT FILE PID: "QPS CPU" for one round of dnsperf over FILE: queries/s,
+# and the server's CPU time (user and system) per completed query, in ns.
 perf() {
+	local t0 t1
+	t0=$(cpu_ticks "$3")
 	dnsperf -s 127.0.0.1 -p "$1" -d "$2" -l "$ROUND_S" -c "$CLIENTS" -q 500 -t 5 \
 	    >"$T/perf.out" 2>&1
-	awk '/Queries per second/ {print int($4)}' "$T/perf.out"
+	t1=$(cpu_ticks "$3")
+	awk -v ticks=$((t1 - t0)) -v hz="$(getconf CLK_TCK)" '
+	    /Queries completed/ {n = $3}
+	    /Queries per second/ {q = int($4)}
+	    END {printf "%s %s\n", q, (n > 0 ? int(ticks / hz * 1e9 / n) : "-")}' "$T/perf.out"
 }
 
 for i in $(seq 1 50); do answers "$AUTH_PORT" www.benchtld && break; sleep 0.1; done
@@ -210,7 +223,7 @@ for i in $(seq 1 50); do answers "$AUTH_PORT" www.benchtld && break; sleep 0.1; 
 # median N...: the median of the numbers given (the lower one of an even count).
 median() { printf '%s\n' "$@" | grep -E '^[0-9]+$' | sort -n | awk '{v[NR] = $1} END {if (NR) print v[int((NR + 1) / 2)]}'; }
 
-declare -A QPS_CACHED QPS_BLOCKED QPS_MISS LOAD RSS PORT_OF PID_OF RUNS
+declare -A QPS_CACHED QPS_BLOCKED QPS_MISS CPU_CACHED CPU_BLOCKED LOAD RSS PORT_OF PID_OF RUNS CPUS
 RUNNING=""
 # Each server is started alone (ready time and RSS are its own), then stays up.
 for peer in $PEERS; do
@@ -230,7 +243,9 @@ for round in $(seq 1 "$ROUNDS"); do
 		file="$T/q_$scen"
 		[ "$scen" = miss ] && file="$T/q_miss_$round"
 		for peer in $RUNNING; do
-			RUNS[$peer.$scen]="${RUNS[$peer.$scen]:-} $(perf "${PORT_OF[$peer]}" "$file")"
+			read -r qps cpu < <(perf "${PORT_OF[$peer]}" "$file" "${PID_OF[$peer]}")
+			RUNS[$peer.$scen]="${RUNS[$peer.$scen]:-} ${qps:-}"
+			CPUS[$peer.$scen]="${CPUS[$peer.$scen]:-} ${cpu:-}"
 		done
 	done
 done
@@ -241,6 +256,10 @@ for peer in $RUNNING; do
 	QPS_BLOCKED[$peer]=$(median ${RUNS[$peer.blocked]})
 	# shellcheck disable=SC2086
 	QPS_MISS[$peer]=$(median ${RUNS[$peer.miss]})
+	# shellcheck disable=SC2086
+	CPU_CACHED[$peer]=$(median ${CPUS[$peer.cached]})
+	# shellcheck disable=SC2086
+	CPU_BLOCKED[$peer]=$(median ${CPUS[$peer.blocked]})
 	stop "${PID_OF[$peer]}"
 done
 
@@ -253,12 +272,12 @@ ratio() { # ratio A B: A/B with two decimals, or -
 }
 
 {
-	echo "| server | cached q/s | blocked q/s | miss q/s | ready with list (s) | RSS with list (MiB) |"
-	echo "| --- | ---: | ---: | ---: | ---: | ---: |"
+	echo "| server | cached q/s | blocked q/s | miss q/s | ready with list (s) | RSS with list (MiB) | CPU ns per cached query | CPU ns per blocked query |"
+	echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
 	for peer in $RUNNING; do
 		[ -n "${QPS_CACHED[$peer]:-}" ] || continue
 		echo "| $peer | ${QPS_CACHED[$peer]} | ${QPS_BLOCKED[$peer]} | ${QPS_MISS[$peer]} |" \
-		    "${LOAD[$peer]} | ${RSS[$peer]} |"
+		    "${LOAD[$peer]} | ${RSS[$peer]} | ${CPU_CACHED[$peer]:--} | ${CPU_BLOCKED[$peer]:--} |"
 	done
 	if [ -n "${QPS_CACHED[egressd]:-}" ] && [ -n "${QPS_CACHED[unbound]:-}" ]; then
 		echo

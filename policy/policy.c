@@ -419,7 +419,7 @@ policy_decide(const struct policy *p, const struct policy_request *req, struct d
 		hit = domain_set_match_addr(p->block, &h->addr, &m);
 	if (hit) {
 		decision_from_match(d, ACTION_BLOCK, &m, "blocklist");
-		snprintf(d->reason, sizeof d->reason, "%s is on the blocklist", h->name);
+		policy_reason(d, h->name, " is on the blocklist");
 		return;
 	}
 
@@ -458,8 +458,7 @@ policy_decide(const struct policy *p, const struct policy_request *req, struct d
 	if (req->method == NULL || (tunnel && req->port == 443)) {
 		decision_set(d, ACTION_ALLOW, "unlisted-host", "mode");
 		policy_loc_format(&cfg->mode_loc, d->source, sizeof d->source);
-		snprintf(d->reason, sizeof d->reason,
-		         "%s is not listed; practical mode checks each request's method", h->name);
+		policy_reason(d, h->name, " is not listed; practical mode checks each request's method");
 		return;
 	}
 	if (tunnel) {

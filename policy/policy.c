@@ -458,7 +458,8 @@ policy_decide(const struct policy *p, const struct policy_request *req, struct d
 	if (req->method == NULL || (tunnel && req->port == 443)) {
 		decision_set(d, ACTION_ALLOW, "unlisted-host", "mode");
 		policy_loc_format(&cfg->mode_loc, d->source, sizeof d->source);
-		policy_reason(d, h->name, " is not listed; practical mode checks each request's method");
+		policy_reason(d, h->name,
+		              " is not listed; practical mode checks each request's method");
 		return;
 	}
 	if (tunnel) {

@@ -62,7 +62,7 @@ test_seconds_in_any_order(void **state)
 	/* Forwards, back, the same second again, across days, months and a leap day. */
 	static const time_t secs[] = {
 	    1796000000, 1796000001, 1796000000, 1796000000, 1795999999, 951782399, 951782400,
-	    951868800,  1767225599, 1767225600, 4102444800, 86399,      86400,      1,
+	    951868800,  1767225599, 1767225600, 4102444800, 86399,      86400,     1,
 	};
 	size_t i;
 	uint64_t x = 88172645463325252ull;

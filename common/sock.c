@@ -101,20 +101,35 @@ sock_is_loopback(int fd)
 	return sock_addr_is_loopback(&ss);
 }
 
+/*
+ * "a.b.c.d:port" or "[v6]:port" ("-" for anything else), cut to len. IPv4
+ * is written without printf (glibc's inet_ntop uses sprintf for it): every
+ * connection and every DNS query's audit line formats its client.
+ */
 void
 sock_text(const struct sockaddr_storage *ss, char *out, size_t len)
 {
 	const struct sockaddr_in *sin = (const struct sockaddr_in *)ss;
 	const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)ss;
-	char a[INET6_ADDRSTRLEN];
+	const uint8_t *b = (const uint8_t *)&sin->sin_addr;
+	char a[INET6_ADDRSTRLEN + 8], t[sizeof a + 8];
+	size_t n = 0;
+	int i;
 
-	if (ss->ss_family == AF_INET && inet_ntop(AF_INET, &sin->sin_addr, a, sizeof a) != NULL)
-		snprintf(out, len, "%s:%u", a, ntohs(sin->sin_port));
-	else if (ss->ss_family == AF_INET6 &&
-	         inet_ntop(AF_INET6, &sin6->sin6_addr, a, sizeof a) != NULL)
+	if (len == 0)
+		return;
+	if (ss->ss_family == AF_INET) {
+		for (i = 0; i < 4; i++) {
+			n += str_u64(t + n, b[i]);
+			t[n++] = i < 3 ? '.' : ':';
+		}
+		str_u64(t + n, ntohs(sin->sin_port));
+		str_copy(out, len, t);
+	} else if (ss->ss_family == AF_INET6 &&
+	           inet_ntop(AF_INET6, &sin6->sin6_addr, a, sizeof a) != NULL)
 		snprintf(out, len, "[%s]:%u", a, ntohs(sin6->sin6_port));
 	else
-		snprintf(out, len, "-");
+		str_copy(out, len, "-");
 }
 
 /* The local address of a socket, as text ("-" when it has none). */

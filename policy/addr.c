@@ -148,17 +148,29 @@ addr_parse(const char *s, struct addr *out)
 	return NULL;
 }
 
+/*
+ * IPv4 is written here: glibc's inet_ntop formats it with sprintf, and
+ * every request's audit line and every request to an address literal
+ * formats one. IPv6 (zero runs, mapped forms) is left to inet_ntop.
+ */
 void
 addr_format(const struct addr *a, char *out, size_t len)
 {
 	char tmp[INET6_ADDRSTRLEN];
+	size_t n = 0;
+	int i;
 
 	if (len == 0)
 		return;
-	if ((a->af != AF_INET && a->af != AF_INET6) ||
-	    inet_ntop(a->af, a->a, tmp, sizeof tmp) == NULL)
+	if (a->af == AF_INET) {
+		for (i = 0; i < 4; i++) {
+			n += str_u64(tmp + n, a->a[i]);
+			tmp[n++] = '.';
+		}
+		tmp[n - 1] = '\0';
+	} else if (a->af != AF_INET6 || inet_ntop(AF_INET6, a->a, tmp, sizeof tmp) == NULL)
 		strcpy(tmp, "invalid");
-	snprintf(out, len, "%s", tmp);
+	str_copy(out, len, tmp);
 }
 
 const char *

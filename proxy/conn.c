@@ -713,26 +713,15 @@ struct conn *
 conn_new(struct egressd *e, int fd, const struct sockaddr *sa)
 {
 	struct conn *c;
-	char host[INET6_ADDRSTRLEN];
 	int one = 1;
 
 	c = xcalloc(1, sizeof *c);
 	c->e = e;
 	c->id = ++e->conn_seq;
 	c->policy = policy_ref(e->policy);
-	if (sa->sa_family == AF_INET) {
-		const struct sockaddr_in *sin = (const struct sockaddr_in *)sa;
-
-		inet_ntop(AF_INET, &sin->sin_addr, host, sizeof host);
-		snprintf(c->client_addr, sizeof c->client_addr, "%s:%u", host,
-		         ntohs(sin->sin_port));
-	} else if (sa->sa_family == AF_INET6) {
-		const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)sa;
-
-		inet_ntop(AF_INET6, &sin6->sin6_addr, host, sizeof host);
-		snprintf(c->client_addr, sizeof c->client_addr, "[%s]:%u", host,
-		         ntohs(sin6->sin6_port));
-	}
+	if (sa->sa_family == AF_INET || sa->sa_family == AF_INET6)
+		sock_text((const struct sockaddr_storage *)sa, c->client_addr,
+		          sizeof c->client_addr);
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 	c->client.bev = bufferevent_socket_new(e->base, fd, BEV_OPT_CLOSE_ON_FREE);
 	if (c->client.bev == NULL) {

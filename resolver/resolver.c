@@ -160,30 +160,6 @@ resolver_strerror(int err)
 	return "blocked by the CNAME chain";
 }
 
-/*
- * A client's address as the audit shows it (sock_text's form), made
- * without printf for IPv4: it runs for every query.
- */
-static void
-resolver_client_text(const struct sockaddr_storage *ss, char *out, size_t len)
-{
-	const struct sockaddr_in *sin = (const struct sockaddr_in *)ss;
-	const uint8_t *a = (const uint8_t *)&sin->sin_addr;
-	size_t o = 0;
-	int i;
-
-	if (ss->ss_family != AF_INET || len < sizeof "255.255.255.255:65535") {
-		sock_text(ss, out, len);
-		return;
-	}
-	for (i = 0; i < 4; i++) {
-		o += str_u64(out + o, a[i]);
-		out[o++] = i < 3 ? '.' : ':';
-	}
-	o += str_u64(out + o, ntohs(sin->sin_port));
-	out[o] = '\0';
-}
-
 static void
 resolver_audit(struct resolver *r, const struct msg_query *q, const struct resolver_client *c,
                const struct decision *d, unsigned rcode, int cached, const char *error)
@@ -195,7 +171,7 @@ resolver_audit(struct resolver *r, const struct msg_query *q, const struct resol
 		return;
 	audit_event_init(&ev);
 	ev.event = "dns";
-	resolver_client_text(&c->peer, client, sizeof client);
+	sock_text(&c->peer, client, sizeof client);
 	ev.client = client;
 	ev.scheme = c->tcp ? "tcp" : "udp";
 	ev.mode = config_mode_name(policy_mode(r->policy));

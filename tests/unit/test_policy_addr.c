@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <arpa/inet.h>
+
 #include <cmocka.h>
 
 #include "policy.h"
@@ -94,6 +96,47 @@ test_addr_format_small(void **state)
 	memset(&a, 0, sizeof a);
 	addr_format(&a, text, sizeof text);
 	assert_string_equal(text, "invalid");
+}
+
+/* IPv4 and IPv6 text as inet_ntop writes it, for addresses across the whole space. */
+static void
+test_addr_format_as_inet_ntop(void **state)
+{
+	static const uint8_t fixed[][4] = {
+	    {0, 0, 0, 0}, {255, 255, 255, 255}, {127, 0, 0, 1}, {10, 0, 0, 10}, {1, 22, 203, 100},
+	};
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+	struct addr a;
+	char got[INET6_ADDRSTRLEN], want[INET6_ADDRSTRLEN];
+	size_t i;
+	int k;
+
+	(void)state;
+	for (i = 0; i < EG_NELEM(fixed) + 20000; i++) {
+		memset(&a, 0, sizeof a);
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		a.af = i % 2 ? AF_INET6 : AF_INET;
+		for (k = 0; k < 16; k++)
+			a.a[k] = (uint8_t)(x >> (k % 8 * 8)) & (k % 3 ? 0xff : 0x0f);
+		if (i < EG_NELEM(fixed)) {
+			a.af = AF_INET;
+			memcpy(a.a, fixed[i], 4);
+		} else if (i % 10 == 1)
+			memset(a.a, 0, 10); /* zero runs, and ::ffff:a.b.c.d forms below */
+		if (i % 20 == 1)
+			a.a[10] = a.a[11] = 0xff;
+		assert_non_null(inet_ntop(a.af, a.a, want, sizeof want));
+		addr_format(&a, got, sizeof got);
+		assert_string_equal(got, want);
+	}
+	/* Cut to the room given, as for IPv6. */
+	memset(&a, 0, sizeof a);
+	a.af = AF_INET;
+	memcpy(a.a, fixed[1], 4);
+	addr_format(&a, got, 8);
+	assert_string_equal(got, "255.255");
 }
 
 struct cidr_case {
@@ -283,9 +326,13 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_addr_parse),           cmocka_unit_test(test_addr_format_small),
-	    cmocka_unit_test(test_addr_cidr_parse),      cmocka_unit_test(test_addr_in_cidr),
-	    cmocka_unit_test(test_addr_unmap),           cmocka_unit_test(test_addr_special_table),
+	    cmocka_unit_test(test_addr_parse),
+	    cmocka_unit_test(test_addr_format_small),
+	    cmocka_unit_test(test_addr_format_as_inet_ntop),
+	    cmocka_unit_test(test_addr_cidr_parse),
+	    cmocka_unit_test(test_addr_in_cidr),
+	    cmocka_unit_test(test_addr_unmap),
+	    cmocka_unit_test(test_addr_special_table),
 	    cmocka_unit_test(test_addr_special_invalid),
 	};
 

@@ -75,7 +75,8 @@ test_as_inet_ntop(void **state)
 		} else {
 			sin6->sin6_family = AF_INET6;
 			for (k = 0; k < 16; k++)
-				sin6->sin6_addr.s6_addr[k] = (uint8_t)(next() & (k < 10 && i % 6 == 1 ? 0 : 0xff));
+				sin6->sin6_addr.s6_addr[k] =
+				    (uint8_t)(next() & (k < 10 && i % 6 == 1 ? 0 : 0xff));
 			sin6->sin6_port = htons((uint16_t)x);
 		}
 		reference(&ss, want, sizeof want);

@@ -47,9 +47,31 @@ track_pid() { LIB_PIDS="$LIB_PIDS $1"; }
 # now_ms: a monotonic-enough clock in milliseconds.
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 
-# free_port: a TCP port on 127.0.0.1 that was free a moment ago.
+# free_port: a loopback TCP port nothing listens on, never one this script
+# was already given (the kernel may hand out the same free port twice in a
+# row, in a fresh network namespace especially).
 free_port() {
-	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+	python3 - "$T/ports.given" <<'EOF'
+import socket, sys
+path = sys.argv[1]
+try:
+    with open(path) as f:
+        given = set(f.read().split())
+except OSError:
+    given = set()
+for _ in range(100):
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    if str(port) not in given:
+        break
+else:
+    sys.exit("no free port that was not given out already")
+with open(path, "a") as f:
+    f.write("%d\n" % port)
+print(port)
+EOF
 }
 
 # wait_file FILE [SECS]: until FILE exists and is not empty.

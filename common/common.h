@@ -27,6 +27,7 @@ char *xstrndup(const char *, size_t);
 char *xasprintf(const char *, ...) EG_PRINTF(1, 2);
 size_t str_copy(char *, size_t, const char *);
 size_t str_u64(char *, uint64_t);
+size_t str_ipv4(char *, const uint8_t[4]);
 
 /* log.c */
 enum log_level {

@@ -102,27 +102,23 @@ sock_is_loopback(int fd)
 }
 
 /*
- * "a.b.c.d:port" or "[v6]:port" ("-" for anything else), cut to len. IPv4
- * is written without printf (glibc's inet_ntop uses sprintf for it): every
- * connection and every DNS query's audit line formats its client.
+ * "a.b.c.d:port" or "[v6]:port" ("-" for anything else), cut to len; IPv4
+ * without printf (str_ipv4): every connection and every DNS query's audit
+ * line formats its client.
  */
 void
 sock_text(const struct sockaddr_storage *ss, char *out, size_t len)
 {
 	const struct sockaddr_in *sin = (const struct sockaddr_in *)ss;
 	const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)ss;
-	const uint8_t *b = (const uint8_t *)&sin->sin_addr;
-	char a[INET6_ADDRSTRLEN + 8], t[sizeof a + 8];
-	size_t n = 0;
-	int i;
+	char a[INET6_ADDRSTRLEN], t[sizeof "255.255.255.255:65535"];
+	size_t n;
 
 	if (len == 0)
 		return;
 	if (ss->ss_family == AF_INET) {
-		for (i = 0; i < 4; i++) {
-			n += str_u64(t + n, b[i]);
-			t[n++] = i < 3 ? '.' : ':';
-		}
+		n = str_ipv4(t, (const uint8_t *)&sin->sin_addr);
+		t[n++] = ':';
 		str_u64(t + n, ntohs(sin->sin_port));
 		str_copy(out, len, t);
 	} else if (ss->ss_family == AF_INET6 &&

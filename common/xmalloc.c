@@ -113,3 +113,22 @@ str_u64(char *buf, uint64_t v)
 	buf[n] = '\0';
 	return n;
 }
+
+/*
+ * Write the IPv4 address a (network order) as a.b.c.d to buf (room for 16
+ * bytes) and return its length. glibc's inet_ntop formats IPv4 with
+ * sprintf; audit lines and accepted connections format one each.
+ */
+size_t
+str_ipv4(char *buf, const uint8_t a[4])
+{
+	size_t n = 0;
+	int i;
+
+	for (i = 0; i < 4; i++) {
+		if (i > 0)
+			buf[n++] = '.';
+		n += str_u64(buf + n, a[i]);
+	}
+	return n;
+}

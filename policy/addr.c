@@ -149,26 +149,20 @@ addr_parse(const char *s, struct addr *out)
 }
 
 /*
- * IPv4 is written here: glibc's inet_ntop formats it with sprintf, and
- * every request's audit line and every request to an address literal
- * formats one. IPv6 (zero runs, mapped forms) is left to inet_ntop.
+ * IPv4 without printf (str_ipv4): every request's audit line and every
+ * request to an address literal formats one. IPv6 (zero runs, mapped
+ * forms) is left to inet_ntop.
  */
 void
 addr_format(const struct addr *a, char *out, size_t len)
 {
 	char tmp[INET6_ADDRSTRLEN];
-	size_t n = 0;
-	int i;
 
 	if (len == 0)
 		return;
-	if (a->af == AF_INET) {
-		for (i = 0; i < 4; i++) {
-			n += str_u64(tmp + n, a->a[i]);
-			tmp[n++] = '.';
-		}
-		tmp[n - 1] = '\0';
-	} else if (a->af != AF_INET6 || inet_ntop(AF_INET6, a->a, tmp, sizeof tmp) == NULL)
+	if (a->af == AF_INET)
+		str_ipv4(tmp, a->a);
+	else if (a->af != AF_INET6 || inet_ntop(AF_INET6, a->a, tmp, sizeof tmp) == NULL)
 		strcpy(tmp, "invalid");
 	str_copy(out, len, tmp);
 }

@@ -163,6 +163,22 @@ start_egressd() {
 	return 1
 }
 
+# eg_kb FIELD: a size from egressd's /proc status (VmRSS, VmHWM), in kB.
+eg_kb() { awk -v k="$1:" '$1 == k {print $2}' "/proc/$EG_PID/status"; }
+
+# eg_rss_peak PID: egressd's largest VmRSS (kB) seen while PID runs,
+# sampled every 0.25 s for at most 100 s.
+eg_rss_peak() {
+	local peak=0 r i
+	for ((i = 0; i < 400; i++)); do
+		kill -0 "$1" 2>/dev/null || break
+		r=$(eg_kb VmRSS)
+		[ -n "$r" ] && [ "$r" -gt "$peak" ] && peak=$r
+		sleep 0.25
+	done
+	echo "$peak"
+}
+
 # stop_egressd: SIGTERM and a bounded wait; sets EXIT_RC.
 stop_egressd() {
 	kill -TERM "$EG_PID" 2>/dev/null

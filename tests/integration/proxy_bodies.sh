@@ -40,13 +40,12 @@ while True:
 print(n, h.hexdigest())'
 }
 gen() { python3 "$ORIGIN_PY" --log /dev/null --gen "$1"; }
-kb() { awk -v k="$1:" '$1 == k {print $2}' "/proc/$EG_PID/status"; }
 memory_checked() { ! asan_build; }
 
 # The generator's pattern numbers its 64 KiB blocks, so a reordered or
 # repeated block changes the hash.
 WANT=$(gen "$BODY_BYTES" | sha_stdin)
-start_rss=$(kb VmRSS)
+start_rss=$(eg_kb VmRSS)
 
 # --- 1 GiB upload with Content-Length ---
 t0=$(now_ms)
@@ -68,7 +67,7 @@ down_ms=$(($(now_ms) - t0))
 expect_eq "$GOT" "$WANT" "download arrived whole (length and sha256)"
 OUT=$(audit_last '.event == "http" and .path == "/big"')
 expect_eq "$(jqf .bytes_down):$(jqf .status)" "$BODY_BYTES:200" "download audited bytes_down"
-hwm=$(kb VmHWM)
+hwm=$(eg_kb VmHWM)
 echo "# $BODY_BYTES bytes: upload ${up_ms} ms, download ${down_ms} ms; egressd RSS ${start_rss} kB at start, VmHWM ${hwm} kB"
 if memory_checked; then
 	expect_eq "$([ "$hwm" -lt "$HWM_MAX_KB" ] && echo yes)" yes \
@@ -82,18 +81,11 @@ pcurl --max-time 90 --limit-rate "$SLOW_RATE" -o "$T/slow.out" \
     "http://allowed.test:$O/big?n=$SLOW_BYTES" 2>"$T/slow.err" &
 CURL_PID=$!
 track_pid "$CURL_PID"
-max_rss=0
-samples=0
-while kill -0 "$CURL_PID" 2>/dev/null && [ "$samples" -lt 400 ]; do
-	r=$(kb VmRSS)
-	[ -n "$r" ] && [ "$r" -gt "$max_rss" ] && max_rss=$r
-	samples=$((samples + 1))
-	sleep 0.25
-done
+max_rss=$(eg_rss_peak "$CURL_PID")
 wait_exit "$CURL_PID" 5
 expect_eq "$EXIT_RC" 0 "slow download finished ($(cat "$T/slow.err"))"
 expect_eq "$(sha_stdin <"$T/slow.out")" "$(gen "$SLOW_BYTES" | sha_stdin)" "slow download intact"
-echo "# slow reader: $SLOW_BYTES bytes at $SLOW_RATE/s, egressd VmRSS peak ${max_rss} kB over $samples samples"
+echo "# slow reader: $SLOW_BYTES bytes at $SLOW_RATE/s, egressd VmRSS peak ${max_rss} kB"
 if memory_checked; then
 	expect_eq "$([ "$max_rss" -lt "$HWM_MAX_KB" ] && echo yes)" yes \
 	    "RSS stays bounded under a slow reader (${max_rss} kB)"

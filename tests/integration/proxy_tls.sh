@@ -127,19 +127,11 @@ expect_eq "$(tcurl --max-time 60 --limit-rate 3M -H 'Connection: close' "https:/
 # (the ciphertext read from the origin pauses at its bound, decrypting
 # stops while the client side is full), so egressd's memory stays flat.
 SLOW=$((40 * 1024 * 1024))
-kb() { awk -v k="$1:" '$1 == k {print $2}' "/proc/$EG_PID/status"; }
-start_rss=$(kb VmRSS)
+start_rss=$(eg_kb VmRSS)
 tcurl --max-time 90 --limit-rate 4M -o "$T/slow.out" "https://origin.test/big?n=$SLOW" 2>"$T/slow.err" &
 CURL_PID=$!
 track_pid "$CURL_PID"
-max_rss=0
-samples=0
-while kill -0 "$CURL_PID" 2>/dev/null && [ "$samples" -lt 400 ]; do
-	r=$(kb VmRSS)
-	[ -n "$r" ] && [ "$r" -gt "$max_rss" ] && max_rss=$r
-	samples=$((samples + 1))
-	sleep 0.25
-done
+max_rss=$(eg_rss_peak "$CURL_PID")
 wait "$CURL_PID"
 expect_eq "$?" 0 "slow intercepted download finished ($(cat "$T/slow.err"))"
 expect_eq "$(sha <"$T/slow.out")" "$(python3 "$ORIGIN_PY" --log /dev/null --gen "$SLOW" | sha)" \

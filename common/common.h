@@ -1,8 +1,8 @@
 /*
  * Helpers every module needs: allocation that aborts on exhaustion, the
  * diagnostic log, a growable byte buffer, JSON string escaping (with the
- * UTF-8, hex digit and HTTP token checks other parsers share), time, and
- * listening-socket addresses.
+ * UTF-8, hex digit and HTTP token checks other parsers share), time,
+ * listening-socket addresses, and slabs of fixed-size objects.
  */
 #ifndef COMMON_H
 #define COMMON_H
@@ -28,6 +28,23 @@ char *xasprintf(const char *, ...) EG_PRINTF(1, 2);
 size_t str_copy(char *, size_t, const char *);
 size_t str_u64(char *, uint64_t);
 size_t str_ipv4(char *, const uint8_t[4]);
+
+/* slab.c */
+#define SLAB_CHUNK 65536u
+struct slab_chunk;
+struct slab {
+	size_t size;   /* of an object */
+	size_t stride; /* between slots */
+	size_t per_chunk;
+	struct slab_chunk *avail; /* chunks with a free slot */
+	struct slab_chunk *spare; /* one empty chunk kept mapped */
+	size_t nchunks;           /* mapped, the spare included */
+	size_t live;              /* objects allocated and not freed */
+};
+void slab_init(struct slab *, size_t);
+void *slab_alloc(struct slab *);
+void slab_free(struct slab *, void *);
+void slab_release(struct slab *);
 
 /* log.c */
 enum log_level {

@@ -696,6 +696,7 @@ main(int argc, char **argv)
 	    egressd_tls_init(&e, &o) == -1 || egressd_listen(&e, &o, shown, sizeof shown) == -1)
 		goto out;
 	e.pool = upstream_pool_new(&e);
+	slab_init(&e.xslab, sizeof(struct exchange));
 	e.scratch = evbuffer_new();
 	if (egressd_signal(&e, &e.ev_hup, SIGHUP, egressd_reload_cb) == -1 ||
 	    egressd_signal(&e, &e.ev_term, SIGTERM, egressd_term_cb) == -1 ||
@@ -717,7 +718,7 @@ main(int argc, char **argv)
 	rc = 0;
 out:
 	conn_close_all(&e, "shutdown");
-	conn_exchange_pool_free(&e);
+	slab_release(&e.xslab);
 	listener_free(e.proxy_lst);
 	listener_free(e.transparent_lst[0]);
 	listener_free(e.transparent_lst[1]);

@@ -191,8 +191,7 @@ struct egressd {
 	struct http_limits http;
 	struct upstream_pool *pool;
 	struct evbuffer *scratch; /* bytes on their way to a side, within one call */
-	struct exchange *xfree;   /* finished exchanges kept for reuse */
-	unsigned nxfree;
+	struct slab xslab;        /* struct exchange */
 	int draining;
 };
 
@@ -365,8 +364,6 @@ void intercept_tls_failed(struct conn *, const char *);
 void intercept_tls_start(struct conn *);
 void intercept_start(struct conn *);
 void intercept_request(struct conn *);
-#define CONN_XFREE_MAX 64
-void conn_exchange_pool_free(struct egressd *);
 void conn_set_state(struct conn *, enum conn_state);
 void conn_side_read(evutil_socket_t, short, void *);
 void conn_up_read_cb(struct bufferevent *, void *);

@@ -37,6 +37,7 @@ struct upstream_pool {
 	unsigned nbucket[UPSTREAM_BUCKETS];
 	struct upstream_list lru;
 	unsigned nidle;
+	struct slab jobs; /* struct upstream_job, apart from the long-lived heap */
 };
 
 static unsigned
@@ -115,7 +116,7 @@ upstream_job_free(struct upstream_job *j)
 	if (j->timer != NULL)
 		event_free(j->timer);
 	policy_unref(j->policy);
-	free(j);
+	slab_free(&j->e->pool->jobs, j);
 }
 
 /* Hand the outcome to the connection and forget the job. */
@@ -391,7 +392,7 @@ upstream_get(struct egressd *e, struct policy *p, const struct host *h, uint16_t
 		cb(arg, &r);
 		return NULL;
 	}
-	j = xcalloc(1, sizeof *j);
+	j = slab_alloc(&e->pool->jobs);
 	j->e = e;
 	j->policy = policy_ref(p);
 	j->host = *h;
@@ -522,6 +523,7 @@ upstream_pool_new(struct egressd *e)
 	for (i = 0; i < UPSTREAM_BUCKETS; i++)
 		TAILQ_INIT(&pool->buckets[i]);
 	TAILQ_INIT(&pool->lru);
+	slab_init(&pool->jobs, sizeof(struct upstream_job));
 	return pool;
 }
 
@@ -534,6 +536,7 @@ upstream_pool_free(struct upstream_pool *pool)
 		return;
 	while ((u = TAILQ_FIRST(&pool->lru)) != NULL)
 		upstream_pool_drop(pool, u);
+	slab_release(&pool->jobs);
 	free(pool);
 }
 

@@ -37,13 +37,15 @@ struct slab {
 	size_t stride; /* between slots */
 	size_t per_chunk;
 	struct slab_chunk *avail; /* chunks with a free slot */
-	struct slab_chunk *spare; /* one empty chunk kept mapped */
-	size_t nchunks;           /* mapped, the spare included */
-	size_t live;              /* objects allocated and not freed */
+	struct slab_chunk *spare; /* empty chunks, until slab_trim */
+	size_t nspare;
+	size_t nchunks; /* mapped, the spares included */
+	size_t live;    /* objects allocated and not freed */
 };
 void slab_init(struct slab *, size_t);
 void *slab_alloc(struct slab *);
 void slab_free(struct slab *, void *);
+void slab_trim(struct slab *, size_t);
 void slab_release(struct slab *);
 
 /* log.c */

@@ -4,10 +4,13 @@
  * time as the long-lived ones of the connections that stay open; from
  * one heap they leave holes between those survivors that the heap
  * cannot give back. A slab keeps each kind in aligned 64 KiB chunks
- * mapped for it: a chunk whose objects are all freed is unmapped (one is
- * kept for the next burst), and slots are handed out in address order
- * from a chunk that has never been full, so untouched pages stay
- * unbacked. Under AddressSanitizer free slots and the gap after each
+ * mapped for it. A chunk whose objects are all freed waits on a spare
+ * list until slab_trim, which the owner calls from a timer, unmaps it:
+ * a load that empties and refills chunks many times a second reuses
+ * them without mapping, zeroing and faulting pages in again, and a
+ * finished burst is given back within one tick. Slots are handed out in
+ * address order from a chunk that has never been full, so untouched
+ * pages stay unbacked. Under AddressSanitizer free slots and the gap after each
  * object are poisoned, so a use after free or an overflow into the next
  * slot is still reported.
  */
@@ -125,9 +128,10 @@ slab_alloc(struct slab *s)
 	char *p;
 
 	if ((k = s->avail) == NULL) {
-		if ((k = s->spare) != NULL)
-			s->spare = NULL;
-		else
+		if ((k = s->spare) != NULL) {
+			s->spare = k->next;
+			s->nspare--;
+		} else
 			k = slab_chunk_new(s);
 		slab_list(s, k);
 	}
@@ -165,28 +169,34 @@ slab_free(struct slab *s, void *obj)
 			slab_list(s, k);
 		return;
 	}
-	/* Empty: keep one for the next burst, give the others back. */
+	/* Empty: a spare until the next slab_trim. */
 	if (k->listed)
 		slab_unlist(s, k);
 	k->free = NULL;
 	k->fresh = 0;
-	if (s->spare == NULL) {
-		s->spare = k;
-		return;
-	}
-	s->nchunks--;
-	SLAB_UNPOISON(k, SLAB_CHUNK);
-	munmap(k, SLAB_CHUNK);
+	k->next = s->spare;
+	s->spare = k;
+	s->nspare++;
 }
 
-/* Unmap the spare chunk; objects still live are the caller's leak to report. */
+/* Unmap the empty chunks beyond keep. */
+void
+slab_trim(struct slab *s, size_t keep)
+{
+	struct slab_chunk *k;
+
+	while (s->nspare > keep && (k = s->spare) != NULL) {
+		s->spare = k->next;
+		s->nspare--;
+		s->nchunks--;
+		SLAB_UNPOISON(k, SLAB_CHUNK);
+		munmap(k, SLAB_CHUNK);
+	}
+}
+
+/* Unmap every empty chunk; objects still live keep theirs. */
 void
 slab_release(struct slab *s)
 {
-	if (s->spare != NULL) {
-		SLAB_UNPOISON(s->spare, SLAB_CHUNK);
-		munmap(s->spare, SLAB_CHUNK);
-		s->spare = NULL;
-		s->nchunks--;
-	}
+	slab_trim(s, 0);
 }

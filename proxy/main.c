@@ -591,7 +591,8 @@ egressd_open_audit(struct egressd *e, struct egressd_opts *o)
 }
 
 /*
- * Once a second: when more than EGRESSD_TRIM_BYTES of freed heap sit
+ * Once a second: unmap the slab chunks a burst emptied (one of each kind
+ * is kept), and when more than EGRESSD_TRIM_BYTES of freed heap sit
  * unused (after a burst of connections, whose buffers and upstreams are
  * gone), hand the pages back to the system, so the resident size follows
  * the connections that are open now rather than the peak.
@@ -601,8 +602,12 @@ egressd_open_audit(struct egressd *e, struct egressd_opts *o)
 static void
 egressd_trim_cb(evutil_socket_t fd, short what, void *arg)
 {
-	struct mallinfo2 mi = mallinfo2();
+	struct egressd *e = arg;
+	struct mallinfo2 mi;
 
+	slab_trim(&e->xslab, 1);
+	upstream_pool_trim(e->pool);
+	mi = mallinfo2();
 	if (mi.fordblks > EGRESSD_TRIM_BYTES)
 		malloc_trim(0);
 }

@@ -540,6 +540,13 @@ upstream_pool_free(struct upstream_pool *pool)
 	free(pool);
 }
 
+/* Give back the memory of connection attempts a burst left (the trim timer). */
+void
+upstream_pool_trim(struct upstream_pool *pool)
+{
+	slab_trim(&pool->jobs, 1);
+}
+
 /* Close every idle upstream (SIGTERM). */
 void
 upstream_pool_flush(struct upstream_pool *pool)

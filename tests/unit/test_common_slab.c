@@ -1,9 +1,10 @@
 /*
  * Unit tests for common/slab.c: objects come zeroed, aligned and apart
  * (writing one whole never changes another), freed slots are reused,
- * a burst's chunks are given back once its objects are freed (all but
- * the one spare), objects that outlive a burst keep only their own
- * chunks, and freeing a pointer the slab did not hand out aborts.
+ * a burst's chunks stay mapped as spares, reused without mapping more,
+ * until slab_trim gives them back (all but the ones asked to be kept),
+ * objects that outlive a burst keep only their own chunks, and freeing
+ * a pointer the slab did not hand out aborts.
  */
 #include <setjmp.h>
 #include <signal.h>
@@ -110,8 +111,9 @@ test_reuses_freed_slots(void **state)
 }
 
 /*
- * A burst of 5000 objects freed in a random order leaves one chunk
- * mapped (the spare), and the unmapped ones are really gone.
+ * A burst of 5000 objects freed in a random order leaves its chunks as
+ * spares; a second burst reuses them without mapping more; slab_trim
+ * then leaves one chunk mapped, and the unmapped ones are really gone.
  */
 static void
 test_burst_given_back(void **state)
@@ -138,6 +140,15 @@ test_burst_given_back(void **state)
 	for (i = 0; i < n; i++)
 		slab_free(&s, o[i]);
 	assert_int_equal(s.live, 0);
+	assert_int_equal(s.nchunks, peak);
+	assert_int_equal(s.nspare, peak);
+	for (i = 0; i < n; i++)
+		o[i] = slab_alloc(&s);
+	assert_int_equal(s.nchunks, peak);
+	assert_int_equal(s.nspare, 0);
+	for (i = 0; i < n; i++)
+		slab_free(&s, o[i]);
+	slab_trim(&s, 1);
 	assert_int_equal(s.nchunks, 1);
 	for (i = 0, j = 0; i < n; i++)
 		j += mapped(o[i]);
@@ -155,8 +166,8 @@ test_burst_given_back(void **state)
 
 /*
  * Objects that outlive a burst keep their own chunks only: keep every
- * 500th of 5000, free the rest, and at most one chunk per survivor (plus
- * the spare) stays mapped.
+ * 500th of 5000, free the rest, trim, and at most one chunk per survivor
+ * stays mapped.
  */
 static void
 test_survivors_pin_only_their_chunks(void **state)
@@ -180,17 +191,19 @@ test_survivors_pin_only_their_chunks(void **state)
 		o[i] = NULL;
 	}
 	assert_int_equal(s.live, kept);
-	assert_true(s.nchunks <= kept + 1);
+	slab_trim(&s, 0);
+	assert_true(s.nchunks <= kept);
 	/* New objects fill the survivors' chunks before mapping more. */
 	for (i = 0; i < 5; i++) {
 		void *p = slab_alloc(&s);
 
-		assert_true(s.nchunks <= kept + 1);
+		assert_true(s.nchunks <= kept);
 		slab_free(&s, p);
 	}
 	for (i = 0; i < n; i++)
 		slab_free(&s, o[i]);
-	assert_int_equal(s.nchunks, 1);
+	slab_trim(&s, 0);
+	assert_int_equal(s.nchunks, 0);
 	slab_release(&s);
 	free(o);
 }

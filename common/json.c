@@ -141,13 +141,21 @@ hex_value(int c)
 	return -1;
 }
 
-/* An RFC 9110 tchar: the characters of methods and header names. */
+/* RFC 9110 tchars, the characters of methods and header names, by table. */
+#define TC(c)                                                                                      \
+	(((c) >= '0' && (c) <= '9') || ((c) >= 'a' && (c) <= 'z') || ((c) >= 'A' && (c) <= 'Z') || \
+	 (c) == '!' || (c) == '#' || (c) == '$' || (c) == '%' || (c) == '&' || (c) == '\'' ||      \
+	 (c) == '*' || (c) == '+' || (c) == '-' || (c) == '.' || (c) == '^' || (c) == '_' ||       \
+	 (c) == '`' || (c) == '|' || (c) == '~')
+#define TC4(c)  TC(c), TC((c) + 1), TC((c) + 2), TC((c) + 3)
+#define TC16(c) TC4(c), TC4((c) + 4), TC4((c) + 8), TC4((c) + 12)
+#define TC64(c) TC16(c), TC16((c) + 16), TC16((c) + 32), TC16((c) + 48)
+static const unsigned char http_tchars[256] = {TC64(0), TC64(64), TC64(128), TC64(192)};
+
 int
 http_tchar(int c)
 {
-	if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))
-		return 1;
-	return c > 0 && c < 0x80 && strchr("!#$%&'*+-.^_`|~", c) != NULL;
+	return c >= 0 && c < 256 && http_tchars[c];
 }
 
 /* Whether s[0..len) is a non-empty RFC 9110 token. */

@@ -32,9 +32,7 @@ enum chunked_state {
 static int
 chunked_tchar(unsigned char c)
 {
-	if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))
-		return 1;
-	return c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL;
+	return http_tchar(c);
 }
 
 void

@@ -22,24 +22,42 @@ const struct http_limits http_limits_default = {
     .chunk_ext_total = 65536,
 };
 
+/* The names of enum http_field, as a head usually spells them. */
+#define HF_NAME(s)                                                                                 \
+	{                                                                                          \
+		s, sizeof(s) - 1                                                                   \
+	}
+static const struct {
+	const char *name;
+	size_t len;
+} http_field_names[HF_COUNT] = {
+    [HF_OTHER] = HF_NAME(""),
+    [HF_CONNECTION] = HF_NAME("Connection"),
+    [HF_KEEP_ALIVE] = HF_NAME("Keep-Alive"),
+    [HF_PROXY_CONNECTION] = HF_NAME("Proxy-Connection"),
+    [HF_PROXY_AUTHORIZATION] = HF_NAME("Proxy-Authorization"),
+    [HF_PROXY_AUTHENTICATE] = HF_NAME("Proxy-Authenticate"),
+    [HF_TE] = HF_NAME("TE"),
+    [HF_TRAILER] = HF_NAME("Trailer"),
+    [HF_TRANSFER_ENCODING] = HF_NAME("Transfer-Encoding"),
+    [HF_UPGRADE] = HF_NAME("Upgrade"),
+    [HF_CONTENT_LENGTH] = HF_NAME("Content-Length"),
+    [HF_HOST] = HF_NAME("Host"),
+    [HF_VIA] = HF_NAME("Via"),
+    [HF_EXPECT] = HF_NAME("Expect"),
+    [HF_CONTENT_ENCODING] = HF_NAME("Content-Encoding"),
+    [HF_CONTENT_TYPE] = HF_NAME("Content-Type"),
+};
+
 /*
  * Fields never copied from one side to the other: the hop-by-hop ones, the
  * framing the proxy states itself, and Host and Via, which it re-states.
  */
-static const char *const http_restated[] = {
-    "Connection",
-    "Keep-Alive",
-    "Proxy-Connection",
-    "Proxy-Authorization",
-    "Proxy-Authenticate",
-    "TE",
-    "Trailer",
-    "Transfer-Encoding",
-    "Upgrade",
-    "Content-Length",
-    "Host",
-    "Via",
-};
+#define HF_RESTATED                                                                                \
+	(HF_BIT(HF_CONNECTION) | HF_BIT(HF_KEEP_ALIVE) | HF_BIT(HF_PROXY_CONNECTION) |             \
+	 HF_BIT(HF_PROXY_AUTHORIZATION) | HF_BIT(HF_PROXY_AUTHENTICATE) | HF_BIT(HF_TE) |          \
+	 HF_BIT(HF_TRAILER) | HF_BIT(HF_TRANSFER_ENCODING) | HF_BIT(HF_UPGRADE) |                  \
+	 HF_BIT(HF_CONTENT_LENGTH) | HF_BIT(HF_HOST) | HF_BIT(HF_VIA))
 
 static int
 http_ows(char c)
@@ -87,23 +105,52 @@ http_fail(struct http_msg *msg, int status, const char *why)
 }
 
 /*
- * Field names compared case-insensitively, the first letter first: most
- * names differ there, and the lookups run for every field of every head.
+ * Which known field a name of len bytes is, case-insensitively; HF_OTHER
+ * for any other. Run once per field of every head, so the length and the
+ * first letter rule out most names before any comparison.
  */
-static inline int
-http_name_eq(const char *a, const char *b)
+enum http_field
+http_field_id(const char *name, size_t len)
 {
-	return ((unsigned char)a[0] | 0x20) == ((unsigned char)b[0] | 0x20) &&
-	       strcasecmp(a, b) == 0;
+	const char *k;
+	int id;
+
+	for (id = HF_OTHER + 1; id < HF_COUNT; id++) {
+		k = http_field_names[id].name;
+		if (http_field_names[id].len == len &&
+		    ((unsigned char)k[0] | 0x20) == ((unsigned char)name[0] | 0x20) &&
+		    strncasecmp(k, name, len) == 0)
+			return (enum http_field)id;
+	}
+	return HF_OTHER;
 }
 
-const char *
-http_msg_header(const struct http_msg *msg, const char *name)
+/* The value of the first field of a known kind, or NULL. */
+static const char *
+http_field_value(const struct http_msg *msg, enum http_field id)
 {
 	size_t i;
 
+	if (!(msg->fields & HF_BIT(id)))
+		return NULL;
 	for (i = 0; i < msg->nheaders; i++) {
-		if (http_name_eq(msg->headers[i].name, name))
+		if (msg->headers[i].id == id)
+			return msg->headers[i].value;
+	}
+	return NULL;
+}
+
+/* The value of the first field of a name, or NULL. */
+const char *
+http_msg_header(const struct http_msg *msg, const char *name)
+{
+	enum http_field id = http_field_id(name, strlen(name));
+	size_t i;
+
+	if (id != HF_OTHER)
+		return http_field_value(msg, id);
+	for (i = 0; i < msg->nheaders; i++) {
+		if (strcasecmp(msg->headers[i].name, name) == 0)
 			return msg->headers[i].value;
 	}
 	return NULL;
@@ -140,14 +187,37 @@ http_list_has(const char *value, const char *token)
  * ends, control bytes and sizes are checked as soon as the bytes are in,
  * so a peer cannot make the proxy hold a large buffer of junk.
  */
+#define HS(c)   ((c) < 0x20 && (c) != '\t') || (c) == 0x7f
+#define HS4(c)  HS(c), HS((c) + 1), HS((c) + 2), HS((c) + 3)
+#define HS16(c) HS4(c), HS4((c) + 4), HS4((c) + 8), HS4((c) + 12)
+#define HS64(c) HS16(c), HS16((c) + 16), HS16((c) + 32), HS16((c) + 48)
+/* Bytes the scan must look at: CR, LF and the other control characters. */
+static const unsigned char http_special[256] = {HS64(0), HS64(64), HS64(128), HS64(192)};
+
 static enum http_parse
 http_scan(struct http_msg *msg, const char *data, size_t len, const struct http_limits *lim,
           int request)
 {
 	unsigned char c;
-	size_t pos, linelen, max;
+	size_t pos, from, linelen, max, stop;
 
+	stop = len < lim->head ? len : lim->head;
 	for (pos = msg->scan_pos; pos < len; pos++) {
+		/*
+		 * The run of ordinary bytes up to the next special one or the
+		 * head limit, all on one line, then checked as if byte by byte:
+		 * a line is too long once a byte lies max or more past its start.
+		 */
+		max = msg->scan_lines == 0 ? lim->start_line : lim->header_line;
+		for (from = pos; pos < stop && !http_special[(unsigned char)data[pos]]; pos++)
+			;
+		if (pos > from && pos - 1 - msg->scan_line >= max) {
+			if (msg->scan_lines > 0)
+				return http_fail(msg, 431, "header line too long");
+			return http_fail(msg, request ? 414 : 400, "start line too long");
+		}
+		if (pos == len)
+			break;
 		c = (unsigned char)data[pos];
 		if (pos >= lim->head)
 			return http_fail(msg, 431, "head too large");
@@ -158,17 +228,10 @@ http_scan(struct http_msg *msg, const char *data, size_t len, const struct http_
 				return http_fail(msg, 400, "bare CR");
 			continue;
 		}
+		/* Any other special byte is a control character. */
+		if (c != '\n')
+			return http_fail(msg, 400, "control character in head");
 		linelen = pos - msg->scan_line;
-		if (c != '\n') {
-			if ((c < 0x20 && c != '\t') || c == 0x7f)
-				return http_fail(msg, 400, "control character in head");
-			max = msg->scan_lines == 0 ? lim->start_line : lim->header_line;
-			if (linelen < max)
-				continue;
-			if (msg->scan_lines > 0)
-				return http_fail(msg, 431, "header line too long");
-			return http_fail(msg, request ? 414 : 400, "start line too long");
-		}
 		if (pos == 0 || data[pos - 1] != '\r')
 			return http_fail(msg, 400, "bare LF");
 		msg->scan_line = pos + 1;
@@ -190,9 +253,9 @@ http_scan(struct http_msg *msg, const char *data, size_t len, const struct http_
 	return HTTP_PARSE_INCOMPLETE;
 }
 
-/* Split one field line in place into a name and a trimmed value. */
+/* Split one field line, which ends at eol, in place into a name and a trimmed value. */
 static const char *
-http_field(char *line, struct http_header *h)
+http_field(char *line, char *eol, struct http_header *h)
 {
 	char *p, *end;
 
@@ -207,10 +270,11 @@ http_field(char *line, struct http_header *h)
 	}
 	if (p == line)
 		return "empty field name";
+	h->id = http_field_id(line, (size_t)(p - line));
 	*p++ = '\0';
 	while (http_ows(*p))
 		p++;
-	end = p + strlen(p);
+	end = eol;
 	while (end > p && http_ows(end[-1]))
 		end--;
 	*end = '\0';
@@ -245,10 +309,11 @@ http_split(struct http_msg *msg, const char *data, int request)
 	for (i = 0; i < msg->nheaders; i++) {
 		cr = strchr(line, '\r');
 		*cr = '\0';
-		if ((error = http_field(line, &msg->headers[i])) != NULL) {
+		if ((error = http_field(line, cr, &msg->headers[i])) != NULL) {
 			http_fail(msg, request ? 400 : 502, error);
 			return NULL;
 		}
+		msg->fields |= HF_BIT(msg->headers[i].id);
 		line = cr + 2;
 	}
 	return first;
@@ -461,8 +526,10 @@ http_connection(struct http_msg *msg)
 	int keep = msg->version == 11, upgrade = 0;
 	size_t i;
 
+	if (!(msg->fields & (HF_BIT(HF_CONNECTION) | HF_BIT(HF_UPGRADE))))
+		goto out;
 	for (i = 0; i < msg->nheaders; i++) {
-		if (!http_name_eq(msg->headers[i].name, "Connection"))
+		if (msg->headers[i].id != HF_CONNECTION)
 			continue;
 		if (http_list_has(msg->headers[i].value, "keep-alive"))
 			keep = 1;
@@ -470,27 +537,30 @@ http_connection(struct http_msg *msg)
 			upgrade = 1;
 	}
 	for (i = 0; i < msg->nheaders; i++) {
-		if (http_name_eq(msg->headers[i].name, "Connection") &&
+		if (msg->headers[i].id == HF_CONNECTION &&
 		    http_list_has(msg->headers[i].value, "close"))
 			keep = 0;
-		if (msg->upgrade == NULL && http_name_eq(msg->headers[i].name, "Upgrade"))
+		if (msg->upgrade == NULL && msg->headers[i].id == HF_UPGRADE)
 			msg->upgrade = msg->headers[i].value;
 	}
+out:
 	if (keep)
 		msg->flags |= HTTP_F_KEEP_ALIVE;
 	if (upgrade && msg->upgrade != NULL)
 		msg->flags |= HTTP_F_UPGRADE;
 }
 
-/* How many fields of a name there are; *value is the last one's. */
+/* How many fields of a kind there are; *value is the last one's. */
 static size_t
-http_count(const struct http_msg *msg, const char *name, const char **value)
+http_count(const struct http_msg *msg, enum http_field id, const char **value)
 {
 	size_t i, n = 0;
 
 	*value = NULL;
+	if (!(msg->fields & HF_BIT(id)))
+		return 0;
 	for (i = 0; i < msg->nheaders; i++) {
-		if (http_name_eq(msg->headers[i].name, name)) {
+		if (msg->headers[i].id == id) {
 			*value = msg->headers[i].value;
 			n++;
 		}
@@ -506,9 +576,9 @@ http_request_fields(struct http_msg *msg)
 	size_t nte, ncl, nhost, hostlen;
 	uint16_t port;
 
-	nte = http_count(msg, "Transfer-Encoding", &te);
-	ncl = http_count(msg, "Content-Length", &cl);
-	nhost = http_count(msg, "Host", &host);
+	nte = http_count(msg, HF_TRANSFER_ENCODING, &te);
+	ncl = http_count(msg, HF_CONTENT_LENGTH, &cl);
+	nhost = http_count(msg, HF_HOST, &host);
 	if (nte > 0) {
 		if (msg->version == 10)
 			return http_fail(msg, 400, "Transfer-Encoding in HTTP/1.0");
@@ -537,7 +607,7 @@ http_request_fields(struct http_msg *msg)
 	if (nhost == 1 && http_authority(host, strlen(host), 0, &hostlen, &port) != NULL)
 		return http_fail(msg, 400, "invalid Host");
 	http_connection(msg);
-	expect = http_msg_header(msg, "Expect");
+	expect = http_field_value(msg, HF_EXPECT);
 	if (msg->version == 11 && expect != NULL && strcasecmp(expect, "100-continue") == 0)
 		msg->flags |= HTTP_F_EXPECT_CONTINUE;
 	return HTTP_PARSE_DONE;
@@ -584,7 +654,7 @@ http_codings(struct http_msg *msg, int *chunkedp)
 
 	buf_init(&b);
 	for (i = 0; i < msg->nheaders && error == NULL; i++) {
-		if (!http_name_eq(msg->headers[i].name, "Transfer-Encoding"))
+		if (msg->headers[i].id != HF_TRANSFER_ENCODING)
 			continue;
 		for (p = msg->headers[i].value; error == NULL; p = end + 1) {
 			while (http_ows(*p))
@@ -648,8 +718,8 @@ http_response_fields(struct http_msg *msg, const char *method)
 	size_t nte, ncl;
 	int chunked, bodiless, connect_ok;
 
-	nte = http_count(msg, "Transfer-Encoding", &te);
-	ncl = http_count(msg, "Content-Length", &cl);
+	nte = http_count(msg, HF_TRANSFER_ENCODING, &te);
+	ncl = http_count(msg, HF_CONTENT_LENGTH, &cl);
 	connect_ok = method != NULL && strcmp(method, "CONNECT") == 0 && msg->status / 100 == 2;
 	bodiless = msg->status < 200 || msg->status == 204 || msg->status == 304 || connect_ok ||
 	           (method != NULL && strcmp(method, "HEAD") == 0);
@@ -716,22 +786,17 @@ http_parse_response(const char *data, size_t len, const struct http_limits *lim,
 
 /* Whether a field is left out of a re-serialised head. */
 static int
-http_dropped(const struct http_msg *msg, const char *name, int has_connection)
+http_dropped(const struct http_msg *msg, const struct http_header *h)
 {
 	size_t i;
 
-	/* Every restated name starts with one of these: most fields skip the loop. */
-	if (name[0] != '\0' && strchr("CcKkPpTtUuHhVv", name[0]) != NULL) {
-		for (i = 0; i < EG_NELEM(http_restated); i++) {
-			if (http_name_eq(name, http_restated[i]))
-				return 1;
-		}
-	}
-	if (!has_connection)
+	if (HF_BIT(h->id) & HF_RESTATED)
+		return 1;
+	if (!(msg->fields & HF_BIT(HF_CONNECTION)))
 		return 0;
 	for (i = 0; i < msg->nheaders; i++) {
-		if (http_name_eq(msg->headers[i].name, "Connection") &&
-		    http_list_has(msg->headers[i].value, name))
+		if (msg->headers[i].id == HF_CONNECTION &&
+		    http_list_has(msg->headers[i].value, h->name))
 			return 1;
 	}
 	return 0;
@@ -745,15 +810,14 @@ static void
 http_add_fields(const struct http_msg *msg, int upgrade, struct buf *out)
 {
 	const struct http_header *h;
-	int has_connection = http_msg_header(msg, "Connection") != NULL;
 	size_t i;
 
 	for (i = 0; i < msg->nheaders; i++) {
 		h = &msg->headers[i];
-		if (http_dropped(msg, h->name, has_connection))
+		if (http_dropped(msg, h))
 			continue;
 		/* RFC 9110 §10.1.1: an HTTP/1.0 expectation is ignored. */
-		if (msg->version == 10 && http_name_eq(h->name, "Expect"))
+		if (msg->version == 10 && h->id == HF_EXPECT)
 			continue;
 		buf_adds(out, h->name);
 		buf_add(out, ": ", 2);
@@ -761,9 +825,9 @@ http_add_fields(const struct http_msg *msg, int upgrade, struct buf *out)
 		buf_add(out, "\r\n", 2);
 	}
 	buf_adds(out, "Via: ");
-	for (i = 0; i < msg->nheaders; i++) {
+	for (i = 0; i < msg->nheaders && (msg->fields & HF_BIT(HF_VIA)); i++) {
 		h = &msg->headers[i];
-		if (http_name_eq(h->name, "Via") && *h->value != '\0') {
+		if (h->id == HF_VIA && *h->value != '\0') {
 			buf_adds(out, h->value);
 			buf_add(out, ", ", 2);
 		}
@@ -773,7 +837,7 @@ http_add_fields(const struct http_msg *msg, int upgrade, struct buf *out)
 		return;
 	for (i = 0; i < msg->nheaders; i++) {
 		h = &msg->headers[i];
-		if (http_name_eq(h->name, "Upgrade"))
+		if (h->id == HF_UPGRADE)
 			buf_printf(out, "Upgrade: %s\r\n", h->value);
 	}
 	buf_adds(out, "Connection: upgrade\r\n");
@@ -806,8 +870,8 @@ http_request_serialize(const struct http_msg *msg, const char *target, const cha
 	if (target == NULL)
 		target = msg->uri.path != NULL ? msg->uri.path : msg->target;
 	if (host == NULL)
-		host =
-		    msg->uri.authority != NULL ? msg->uri.authority : http_msg_header(msg, "Host");
+		host = msg->uri.authority != NULL ? msg->uri.authority
+		                                  : http_field_value(msg, HF_HOST);
 	if (msg->method == NULL || target == NULL || host == NULL || !http_visible(target) ||
 	    !http_visible(host))
 		return -1;

@@ -64,9 +64,32 @@ struct http_target {
 	char *path; /* path and query, at least "/"; origin and absolute forms */
 };
 
+/* The fields the proxy itself reads or drops, known by number once parsed. */
+enum http_field {
+	HF_OTHER,
+	HF_CONNECTION,
+	HF_KEEP_ALIVE,
+	HF_PROXY_CONNECTION,
+	HF_PROXY_AUTHORIZATION,
+	HF_PROXY_AUTHENTICATE,
+	HF_TE,
+	HF_TRAILER,
+	HF_TRANSFER_ENCODING,
+	HF_UPGRADE,
+	HF_CONTENT_LENGTH,
+	HF_HOST,
+	HF_VIA,
+	HF_EXPECT,
+	HF_CONTENT_ENCODING,
+	HF_CONTENT_TYPE,
+	HF_COUNT
+};
+#define HF_BIT(id) (1u << (id))
+
 struct http_header {
 	const char *name;  /* as received */
 	const char *value; /* OWS trimmed */
+	enum http_field id;
 };
 
 struct http_msg {
@@ -80,6 +103,7 @@ struct http_msg {
 	const char *reason;
 	struct http_header *headers;
 	size_t nheaders;
+	unsigned fields; /* HF_BIT of every known field present */
 	enum http_body body;
 	uint64_t length;     /* HTTP_BODY_LENGTH, or HTTP_F_HAS_LENGTH */
 	char *codings;       /* response transfer codings besides chunked */
@@ -107,6 +131,7 @@ enum http_parse http_parse_request(const char *, size_t, const struct http_limit
 enum http_parse http_parse_response(const char *, size_t, const struct http_limits *, const char *,
                                     struct http_msg *);
 const char *http_msg_header(const struct http_msg *, const char *);
+enum http_field http_field_id(const char *, size_t);
 int http_list_has(const char *, const char *);
 const char *http_target_parse(const char *, const char *, struct http_target *);
 void http_target_free(struct http_target *);

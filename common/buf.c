@@ -67,12 +67,6 @@ buf_addc(struct buf *b, char c)
 }
 
 void
-buf_adds(struct buf *b, const char *s)
-{
-	buf_add(b, s, strlen(s));
-}
-
-void
 buf_vprintf(struct buf *b, const char *fmt, va_list ap)
 {
 	va_list ap2;

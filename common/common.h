@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <time.h>
 
 #include <sys/socket.h>
@@ -81,7 +82,12 @@ void buf_reset(struct buf *);
 void buf_reserve(struct buf *, size_t);
 void buf_add(struct buf *, const void *, size_t);
 void buf_addc(struct buf *, char);
-void buf_adds(struct buf *, const char *);
+/* Inline so that the length of a literal is known when compiling. */
+static inline void
+buf_adds(struct buf *b, const char *s)
+{
+	buf_add(b, s, strlen(s));
+}
 void buf_printf(struct buf *, const char *, ...) EG_PRINTF(2, 3);
 void buf_vprintf(struct buf *, const char *, va_list) EG_PRINTF(2, 0);
 const char *buf_cstr(struct buf *);

@@ -270,7 +270,8 @@ http_field(char *line, char *eol, struct http_header *h)
 	}
 	if (p == line)
 		return "empty field name";
-	h->id = http_field_id(line, (size_t)(p - line));
+	h->name_len = (size_t)(p - line);
+	h->id = http_field_id(line, h->name_len);
 	*p++ = '\0';
 	while (http_ows(*p))
 		p++;
@@ -280,6 +281,7 @@ http_field(char *line, char *eol, struct http_header *h)
 	*end = '\0';
 	h->name = line;
 	h->value = p;
+	h->value_len = (size_t)(end - p);
 	return NULL;
 }
 
@@ -819,16 +821,16 @@ http_add_fields(const struct http_msg *msg, int upgrade, struct buf *out)
 		/* RFC 9110 §10.1.1: an HTTP/1.0 expectation is ignored. */
 		if (msg->version == 10 && h->id == HF_EXPECT)
 			continue;
-		buf_adds(out, h->name);
+		buf_add(out, h->name, h->name_len);
 		buf_add(out, ": ", 2);
-		buf_adds(out, h->value);
+		buf_add(out, h->value, h->value_len);
 		buf_add(out, "\r\n", 2);
 	}
 	buf_adds(out, "Via: ");
 	for (i = 0; i < msg->nheaders && (msg->fields & HF_BIT(HF_VIA)); i++) {
 		h = &msg->headers[i];
 		if (h->id == HF_VIA && *h->value != '\0') {
-			buf_adds(out, h->value);
+			buf_add(out, h->value, h->value_len);
 			buf_add(out, ", ", 2);
 		}
 	}

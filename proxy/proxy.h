@@ -89,6 +89,8 @@ enum http_field {
 struct http_header {
 	const char *name;  /* as received */
 	const char *value; /* OWS trimmed */
+	size_t name_len;
+	size_t value_len;
 	enum http_field id;
 };
 

@@ -177,8 +177,7 @@ conn_exchange_free(struct conn *c)
 		return;
 	http_msg_free(&x->req);
 	http_msg_free(&x->resp);
-	free(x->path);
-	free(x->query);
+	free(x->path); /* and the query with it */
 	if (x->held != NULL)
 		evbuffer_free(x->held);
 	/*
@@ -391,10 +390,12 @@ conn_request_body(struct conn *c, int is_connect)
 	char *q;
 
 	if (!is_connect) {
-		q = strchr(c->x->req.uri.path, '?');
-		c->x->path = xstrndup(c->x->req.uri.path, q ? (size_t)(q - c->x->req.uri.path)
-		                                            : strlen(c->x->req.uri.path));
-		c->x->query = q ? xstrdup(q + 1) : NULL;
+		/* One copy, split at '?': the query lives in the path's allocation. */
+		c->x->path = xstrdup(c->x->req.uri.path);
+		if ((q = strchr(c->x->path, '?')) != NULL) {
+			*q = '\0';
+			c->x->query = q + 1;
+		}
 	}
 	memset(&c->x->req_body, 0, sizeof c->x->req_body);
 	c->x->req_body.in = c->x->req.body;

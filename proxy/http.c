@@ -87,8 +87,7 @@ http_msg_init(struct http_msg *msg)
 void
 http_msg_free(struct http_msg *msg)
 {
-	free(msg->head);
-	free(msg->headers);
+	free(msg->headers); /* and the head, in the same allocation */
 	free(msg->codings);
 	http_target_free(&msg->uri);
 	http_msg_init(msg);
@@ -294,14 +293,17 @@ http_split(struct http_msg *msg, const char *data, int request)
 {
 	const char *error;
 	char *line, *cr, *first;
-	size_t n, i;
+	size_t n, i, hsize;
 
+	/* One allocation: the field array, then the copy of the head. */
 	n = msg->head_len - msg->scan_skip;
-	msg->head = xmalloc(n + 1);
+	msg->nheaders = msg->scan_lines - 1;
+	hsize = (msg->nheaders + 1) * sizeof *msg->headers;
+	msg->headers = xmalloc(hsize + n + 1);
+	memset(msg->headers, 0, hsize);
+	msg->head = (char *)msg->headers + hsize;
 	memcpy(msg->head, data + msg->scan_skip, n);
 	msg->head[n] = '\0';
-	msg->nheaders = msg->scan_lines - 1;
-	msg->headers = xcalloc(msg->nheaders + 1, sizeof *msg->headers);
 
 	/* The scan saw every CR followed by LF, so lines end at each CR. */
 	first = msg->head;
@@ -408,33 +410,50 @@ http_authority(const char *s, size_t len, int port_required, size_t *hostlen, ui
 void
 http_target_free(struct http_target *t)
 {
-	free(t->scheme);
-	free(t->authority);
-	free(t->host);
-	free(t->path);
+	free(t->mem);
 	memset(t, 0, sizeof *t);
 }
 
-/* The authority and what follows it, after "scheme://". */
+/* Copy len bytes of s and a NUL to *at, advancing it; the copy. */
+static char *
+http_target_put(char **at, const char *s, size_t len)
+{
+	char *p = *at;
+
+	memcpy(p, s, len);
+	p[len] = '\0';
+	*at = p + len + 1;
+	return p;
+}
+
+/*
+ * The authority and what follows it, after "scheme://" (slen bytes of
+ * scheme). The scheme, authority, host and path go into one allocation.
+ */
 static const char *
-http_target_absolute(const char *s, struct http_target *out)
+http_target_absolute(const char *scheme, size_t slen, const char *s, struct http_target *out)
 {
 	const char *error, *rest;
-	size_t hostlen;
+	size_t hostlen, alen, plen;
+	char *at;
 
 	rest = s + strcspn(s, "/?");
-	error = http_authority(s, (size_t)(rest - s), 0, &hostlen, &out->port);
+	alen = (size_t)(rest - s);
+	error = http_authority(s, alen, 0, &hostlen, &out->port);
 	if (error != NULL)
 		return error;
-	out->authority = xstrndup(s, (size_t)(rest - s));
-	out->host = xstrndup(s, hostlen);
+	plen = strlen(rest);
+	out->mem = at = xmalloc(slen + 1 + alen + 1 + hostlen + 1 + plen + 2);
+	out->scheme = http_target_put(&at, scheme, slen);
+	out->authority = http_target_put(&at, s, alen);
+	out->host = http_target_put(&at, s, hostlen);
 	out->port_explicit = out->port != 0;
 	if (out->port == 0)
-		out->port = strcmp(out->scheme, "https") == 0 ? 443 : 80;
-	if (*rest == '/')
-		out->path = xstrdup(rest);
-	else
-		out->path = xasprintf("/%s", rest);
+		out->port = slen == 5 ? 443 : 80;
+	out->path = at;
+	if (*rest != '/')
+		*at++ = '/';
+	http_target_put(&at, rest, plen);
 	return NULL;
 }
 
@@ -447,6 +466,7 @@ http_target_parse(const char *method, const char *target, struct http_target *ou
 {
 	const char *error = NULL;
 	size_t hostlen, n;
+	char *at;
 
 	memset(out, 0, sizeof *out);
 	if (!http_visible(target))
@@ -455,11 +475,13 @@ http_target_parse(const char *method, const char *target, struct http_target *ou
 		return "fragment in target";
 	if (strcmp(method, "CONNECT") == 0) {
 		out->form = HTTP_TARGET_AUTHORITY;
-		error = http_authority(target, strlen(target), 1, &hostlen, &out->port);
+		n = strlen(target);
+		error = http_authority(target, n, 1, &hostlen, &out->port);
 		if (error != NULL)
 			return error;
-		out->authority = xstrdup(target);
-		out->host = xstrndup(target, hostlen);
+		out->mem = at = xmalloc(n + 1 + hostlen + 1);
+		out->authority = http_target_put(&at, target, n);
+		out->host = http_target_put(&at, target, hostlen);
 		out->port_explicit = 1;
 		return NULL;
 	}
@@ -471,21 +493,18 @@ http_target_parse(const char *method, const char *target, struct http_target *ou
 	}
 	if (target[0] == '/') {
 		out->form = HTTP_TARGET_ORIGIN;
-		out->path = xstrdup(target);
+		out->path = out->mem = xstrdup(target);
 		return NULL;
 	}
 	out->form = HTTP_TARGET_ABSOLUTE;
 	n = strcspn(target, ":");
-	if (n == 4 && strncasecmp(target, "http", 4) == 0)
-		out->scheme = xstrdup("http");
-	else if (n == 5 && strncasecmp(target, "https", 5) == 0)
-		out->scheme = xstrdup("https");
-	else
+	if (!(n == 4 && strncasecmp(target, "http", 4) == 0) &&
+	    !(n == 5 && strncasecmp(target, "https", 5) == 0))
 		return "unsupported target";
 	if (strncmp(target + n, "://", 3) != 0)
 		error = "unsupported target";
 	else
-		error = http_target_absolute(target + n + 3, out);
+		error = http_target_absolute(n == 5 ? "https" : "http", n, target + n + 3, out);
 	if (error != NULL)
 		http_target_free(out);
 	return error;
@@ -877,6 +896,8 @@ http_request_serialize(const struct http_msg *msg, const char *target, const cha
 	if (msg->method == NULL || target == NULL || host == NULL || !http_visible(target) ||
 	    !http_visible(host))
 		return -1;
+	/* Sized once from the head received: the one copied is about as long. */
+	buf_reserve(out, msg->head_len + strlen(target) + strlen(host) + 64);
 	buf_adds(out, msg->method);
 	buf_addc(out, ' ');
 	buf_adds(out, target);
@@ -917,6 +938,7 @@ http_response_serialize(const struct http_msg *msg, int client_version, int flag
 		return -1;
 	if (body == HTTP_BODY_CLOSE)
 		close = 1;
+	buf_reserve(out, msg->head_len + 64);
 	/* The status is three digits: the parser accepts nothing else. */
 	buf_adds(out, "HTTP/1.1 ");
 	buf_addc(out, (char)('0' + msg->status / 100 % 10));

@@ -62,6 +62,7 @@ struct http_target {
 	uint16_t port;   /* explicit or the scheme's default; 0 if no authority */
 	int port_explicit;
 	char *path; /* path and query, at least "/"; origin and absolute forms */
+	char *mem;  /* the one allocation the strings above live in */
 };
 
 /* The fields the proxy itself reads or drops, known by number once parsed. */
@@ -95,7 +96,7 @@ struct http_header {
 };
 
 struct http_msg {
-	char *head;         /* owned copy of the head, split in place */
+	char *head;         /* copy of the head, split in place, in headers' allocation */
 	size_t head_len;    /* bytes of input the head took */
 	int version;        /* 10 or 11 */
 	const char *method; /* requests */
@@ -324,8 +325,8 @@ struct exchange {
 	const char *event;     /* audit event type when not http/connect (tcp) */
 	struct host host;
 	uint16_t port;
-	char *path; /* no query string: it may carry secrets */
-	char *query;
+	char *path;  /* no query string: it may carry secrets */
+	char *query; /* within path's allocation, after its NUL */
 	struct decision decision;
 	struct conn_body req_body;
 	struct conn_body resp_body;

@@ -754,6 +754,21 @@ conn_drain_idle(struct egressd *e)
 	upstream_pool_flush(e->pool);
 }
 
+/* Intercepted connections waiting for their next request give TLS buffers back. */
+void
+conn_trim_idle(struct egressd *e)
+{
+	struct conn *c;
+
+	TAILQ_FOREACH(c, &e->conns, entry)
+	{
+		if ((c->flags & CONN_F_TLS) && c->state == CONN_READ_HEAD && c->x == NULL &&
+		    c->client.bev != NULL &&
+		    evbuffer_get_length(bufferevent_get_input(c->client.bev)) == 0)
+			tls_idle(c->client.bev);
+	}
+}
+
 void
 conn_close_all(struct egressd *e, const char *why)
 {

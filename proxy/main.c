@@ -592,7 +592,8 @@ egressd_open_audit(struct egressd *e, struct egressd_opts *o)
 
 /*
  * Once a second: unmap the slab chunks a burst emptied (one of each kind
- * is kept), and when more than EGRESSD_TRIM_BYTES of freed heap sit
+ * is kept), take the TLS record buffers of idle connections back, and
+ * when more than EGRESSD_TRIM_BYTES of freed heap sit
  * unused (after a burst of connections, whose buffers and upstreams are
  * gone), hand the pages back to the system, so the resident size follows
  * the connections that are open now rather than the peak.
@@ -607,6 +608,7 @@ egressd_trim_cb(evutil_socket_t fd, short what, void *arg)
 
 	slab_trim(&e->xslab, 1);
 	upstream_pool_trim(e->pool);
+	conn_trim_idle(e);
 	mi = mallinfo2();
 	if (mi.fordblks > EGRESSD_TRIM_BYTES)
 		malloc_trim(0);

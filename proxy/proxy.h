@@ -371,6 +371,7 @@ void conn_accept(struct egressd *, int, const struct sockaddr *, socklen_t);
 void conn_start(struct conn *);
 void conn_close(struct conn *, const char *);
 void conn_drain_idle(struct egressd *);
+void conn_trim_idle(struct egressd *);
 void conn_close_all(struct egressd *, const char *);
 void conn_flush_close(struct conn *);
 void conn_exchange_done(struct conn *);
@@ -516,6 +517,7 @@ struct bufferevent *tls_accept(struct tls *, struct event_base *, struct conn *,
                                struct bufferevent **);
 struct bufferevent *tls_connect(struct tls *, struct event_base *, int, const struct host *);
 void tls_error(struct bufferevent *, char *, size_t, int *);
+void tls_idle(struct bufferevent *);
 int tls_error_is_trust(const char *);
 
 #endif

@@ -540,11 +540,21 @@ upstream_pool_free(struct upstream_pool *pool)
 	free(pool);
 }
 
-/* Give back the memory of connection attempts a burst left (the trim timer). */
+/*
+ * Give back the memory of connection attempts a burst left, and the TLS
+ * buffers of idle pooled upstreams (the trim timer).
+ */
 void
 upstream_pool_trim(struct upstream_pool *pool)
 {
+	struct upstream *u;
+
 	slab_trim(&pool->jobs, 1);
+	TAILQ_FOREACH(u, &pool->lru, lru_entry)
+	{
+		if (u->tls)
+			tls_idle(u->bev);
+	}
 }
 
 /* Close every idle upstream (SIGTERM). */

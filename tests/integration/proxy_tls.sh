@@ -11,7 +11,8 @@
 # CA audited with a hint, passthrough tunnelled untouched, WebSocket echo
 # (wss and ws), the leaf verifies against the run CA, the CA key is in no
 # file egressd writes, its environment or its arguments, large bodies both
-# ways and pipelined requests in one record arrive intact, and a bad
+# ways and pipelined requests in one record arrive intact, idle
+# intercepted connections give their TLS buffers back, and a bad
 # upstream trust store is refused (or, when only parsing finds it, fails
 # every upstream handshake).
 # Binding port 443 needs root.
@@ -141,6 +142,36 @@ if ! asan_build; then
 	expect_eq "$([ "$((max_rss - start_rss))" -lt 16384 ] && echo yes)" yes \
 	    "egressd did not buffer the slow intercepted response (grew $((max_rss - start_rss)) kB)"
 fi
+# Idle intercepted keep-alive connections give their TLS record buffers
+# back once they wait for a next request (at egressd's once-a-second
+# tick): 200 of them, each after a 64 KiB response, cost well under the
+# ~34 KiB per connection that kept buffers would add.
+start_rss=$(eg_kb VmRSS)
+mkfifo "$T/idle.in"
+python3 "$SRC_DIR/tests/integration/idleconns.py" --proxy "127.0.0.1:$EG_PORT" --cafile "$EGCA" \
+    --hold 60 200 "https://origin.test/big?n=65536" <"$T/idle.in" >"$T/idle.out" 2>"$T/idle.err" &
+IDLE_PID=$!
+track_pid "$IDLE_PID"
+exec 7>"$T/idle.in"
+for ((i = 0; i < 600; i++)); do
+	[ -s "$T/idle.out" ] && break
+	kill -0 "$IDLE_PID" 2>/dev/null || break
+	sleep 0.1
+done
+expect_eq "$(cat "$T/idle.out")" "READY 200" "200 idle intercepted connections held ($(cat "$T/idle.err"))"
+sleep 2.5
+idle_rss=$(eg_kb VmRSS)
+per_conn=$(((idle_rss - start_rss) / 200))
+echo "# 200 idle intercepted connections: egressd VmRSS ${start_rss} -> ${idle_rss} kB, ${per_conn} kB each"
+if ! asan_build; then
+	expect_eq "$([ "$per_conn" -le 48 ] && echo yes)" yes \
+	    "an idle intercepted connection costs <= 48 kB (${per_conn} kB)"
+fi
+expect_eq "$(tcurl --max-time 10 -s -o /dev/null -w '%{http_code}' https://origin.test/hello)" 200 \
+    "egressd serves while holding them"
+exec 7>&-
+wait "$IDLE_PID"
+expect_eq "$?" 0 "the idle connections ended cleanly"
 python3 "$ORIGIN_PY" --log /dev/null --gen $((5 * 1024 * 1024 + 777)) >"$T/up.bin"
 run tcurl --max-time 60 -X PUT -H 'Content-Type: application/octet-stream' --data-binary "@$T/up.bin" \
     https://allowed.test/echo

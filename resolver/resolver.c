@@ -234,13 +234,15 @@ resolver_udp_limit(const struct msg_query *q, const struct resolver_client *c)
 	return q->udp_size > 4096 ? 4096 : q->udp_size;
 }
 
-/* Answer q from entry e (cached, or just arrived) under the current policy. */
+/*
+ * Answer q from entry e (cached, or just arrived) under the current policy;
+ * now is the monotonic time in ms the caller looked the entry up at.
+ */
 static void
 resolver_serve(struct resolver *r, const struct msg_query *q, const struct resolver_client *c,
-               struct cache_entry *e, const struct decision *qd, int cached)
+               struct cache_entry *e, const struct decision *qd, int cached, uint64_t now)
 {
 	const struct answer_served *s;
-	uint64_t now = time_mono_ms();
 	size_t len;
 
 	if ((s = cache_served(r->cache, e, r->gen, r->policy, qd)) == NULL) {
@@ -268,6 +270,7 @@ resolver_query(struct resolver *r, const uint8_t *p, size_t len, struct resolver
 	struct msg_query q;
 	struct decision d;
 	const char *err;
+	uint64_t now;
 	int rcode;
 
 	if ((err = msg_parse_query(p, len, &q, &rcode)) != NULL) {
@@ -282,15 +285,16 @@ resolver_query(struct resolver *r, const uint8_t *p, size_t len, struct resolver
 		resolver_reply_blocked(r, &q, c, &d);
 		return;
 	}
-	if ((e = cache_get(r->cache, q.key, q.key_len, time_mono_ms())) != NULL) {
-		resolver_serve(r, &q, c, e, &d, 1);
+	now = time_mono_ms();
+	if ((e = cache_get(r->cache, q.key, q.key_len, now)) != NULL) {
+		resolver_serve(r, &q, c, e, &d, 1, now);
 		return;
 	}
 	w = xcalloc(1, sizeof *w);
 	w->kind = RESOLVER_W_CLIENT;
 	w->q = q;
 	w->client = *c;
-	w->t_start = time_mono_ms();
+	w->t_start = now;
 	if (forward_join(r->fwd, q.key, q.key_len, w) == -1) {
 		free(w);
 		resolver_reply_simple(r, &q, c, MSG_SERVFAIL, MSG_EDE_NETWORK,
@@ -390,7 +394,7 @@ resolver_waiter_answer(struct resolver *r, struct resolver_waiter *w, struct cac
 		resolver_audit(r, &w->q, &w->client, &d, MSG_SERVFAIL, 0, err);
 		return;
 	}
-	resolver_serve(r, &w->q, &w->client, e, &d, 0);
+	resolver_serve(r, &w->q, &w->client, e, &d, 0, time_mono_ms());
 }
 
 /*

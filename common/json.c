@@ -54,6 +54,27 @@ utf8_len(const unsigned char *p, size_t left)
 #define JP64(c) JP16(c), JP16((c) + 16), JP16((c) + 32), JP16((c) + 48)
 static const unsigned char json_plain[256] = {JP64(0), JP64(64), JP64(128), JP64(192)};
 
+/*
+ * Whether all 8 bytes of w are plain, exactly: no byte >= 0x80, below
+ * 0x20, '"', '\\' or 0x7f. Each test is the classic "some byte less than
+ * n" (or "some byte equal to v": less than 1 after an xor); a borrow can
+ * only start at a byte that is itself a match, so the answer is never
+ * wrong, only which byte matched is not told.
+ */
+static inline int
+json_word_plain(uint64_t w)
+{
+	const uint64_t ones = 0x0101010101010101ull, high = 0x8080808080808080ull;
+	uint64_t q = w ^ (ones * '"'), bs = w ^ (ones * '\\'), del = w ^ (ones * 0x7f);
+	uint64_t bad = w & high;
+
+	bad |= (w - ones * 0x20) & ~w & high;
+	bad |= (q - ones) & ~q & high;
+	bad |= (bs - ones) & ~bs & high;
+	bad |= (del - ones) & ~del & high;
+	return bad == 0;
+}
+
 /* Append s[0..len) to b as a quoted JSON string. */
 void
 json_escape(struct buf *b, const char *s, size_t len)
@@ -71,6 +92,13 @@ json_escape(struct buf *b, const char *s, size_t len)
 		 * straight into the room reserved above (escapes reserve more).
 		 */
 		run = i;
+		for (; run + 8 <= len; run += 8) {
+			uint64_t w;
+
+			memcpy(&w, p + run, 8);
+			if (!json_word_plain(w))
+				break;
+		}
 		while (run < len && json_plain[p[run]])
 			run++;
 		if (run > i) {

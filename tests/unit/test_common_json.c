@@ -377,6 +377,40 @@ test_random(void **state)
 	buf_free(&want);
 }
 
+/*
+ * Every byte at every offset of a long plain string, and two at once: the
+ * word-at-a-time scan must stop for each byte that needs escaping, and
+ * for every byte of a multi-byte sequence, wherever it falls in a word.
+ */
+static void
+test_every_offset(void **state)
+{
+	unsigned char in[40];
+	struct buf esc, want;
+	size_t k, m;
+	int c;
+
+	(void)state;
+	buf_init(&esc);
+	buf_init(&want);
+	for (c = 0; c < 256; c++) {
+		for (k = 0; k < sizeof in; k++) {
+			memset(in, 'a' + (int)(k % 26), sizeof in);
+			in[k] = (unsigned char)c;
+			if (roundtrip(in, sizeof in, &esc, &want) != 0)
+				fail_on(in, sizeof in, &esc);
+			/* The same byte again further on, and a string cut short there. */
+			for (m = k + 1; m < sizeof in; m += 7) {
+				in[m] = (unsigned char)c;
+				if (roundtrip(in, m + 1, &esc, &want) != 0)
+					fail_on(in, m + 1, &esc);
+			}
+		}
+	}
+	buf_free(&esc);
+	buf_free(&want);
+}
+
 /* RFC 9110 §5.6.2: tchar = "!" / "#" / "$" / "%" / "&" / "'" / "*" / "+" / "-" / "." /
  * "^" / "_" / "`" / "|" / "~" / DIGIT / ALPHA. */
 static void
@@ -411,7 +445,7 @@ main(void)
 	    cmocka_unit_test(test_every_pair),  cmocka_unit_test(test_long_sequences),
 	    cmocka_unit_test(test_named_cases), cmocka_unit_test(test_lengths),
 	    cmocka_unit_test(test_escape_str),  cmocka_unit_test(test_random),
-	    cmocka_unit_test(test_tchar),
+	    cmocka_unit_test(test_tchar),       cmocka_unit_test(test_every_offset),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -57,9 +57,10 @@ void ca_cache_stats(const struct ca_cache *, struct ca_cache_stats *);
 #ifdef CA_INTERNAL
 /*
  * Shared by the ca/ sources only; every other module sees struct ca as
- * opaque. What every leaf has in common (version, issuer, the leaf key,
- * key usages, key identifiers) is encoded once into a template, so a mint
- * decodes it and adds only the name, serial and validity before signing.
+ * opaque. What every leaf has in common (issuer, key usages, key
+ * identifiers) is built once into a template certificate, whose
+ * extensions a mint copies before adding the name, serial, validity and
+ * the leaf key.
  */
 struct ca {
 	X509 *cert;
@@ -68,9 +69,8 @@ struct ca {
 	time_t not_before;
 	time_t not_after;
 	long leaf_lifetime;
-	unsigned char *leaf_tmpl; /* DER of the leaf template */
-	long leaf_tmpl_len;
-	EVP_MD *md; /* SHA-256, fetched once */
+	X509 *leaf_tmpl; /* what every leaf has in common; never sent */
+	EVP_MD *md;      /* SHA-256, fetched once */
 };
 void ca_errf(char *, size_t, const char *, ...) EG_PRINTF(3, 4);
 int ca_serial_set(X509 *);

@@ -69,7 +69,7 @@ struct ca {
 	time_t not_before;
 	time_t not_after;
 	long leaf_lifetime;
-	X509 *leaf_tmpl; /* what every leaf has in common; never sent */
+	X509 *leaf_tmpl; /* the extensions every leaf has; never signed nor sent */
 	EVP_MD *md;      /* SHA-256, fetched once */
 };
 void ca_errf(char *, size_t, const char *, ...) EG_PRINTF(3, 4);

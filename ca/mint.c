@@ -97,10 +97,11 @@ ca_mint_ext_aki(X509 *x, X509 *cacert)
 }
 
 /*
- * Builds the leaf template once the CA and the leaf key exist: the
- * extensions every leaf carries (the subject key identifier is the leaf
- * key's, the same for all), signed so that it is a whole certificate,
- * kept in memory only. A mint copies its extensions into a new
+ * Builds the leaf template once the CA and the leaf key exist: a
+ * certificate that only carries the extensions every leaf has (the
+ * subject key identifier is the leaf key's, the same for all; the key is
+ * set so that it can be computed). It is never signed nor sent. A mint
+ * copies its extensions into a new
  * certificate rather than decoding a DER copy of it: in OpenSSL 3.0
  * decoding a certificate runs the provider decoder on its public key
  * (about 0.25 ms here), while setting the leaf key, a key of the legacy
@@ -117,17 +118,12 @@ ca_mint_prepare(struct ca *ca, char *err, size_t errlen)
 	if ((x = X509_new()) == NULL)
 		goto err;
 	X509V3_set_ctx(&ctx, ca->cert, x, NULL, NULL, 0);
-	/* Serial and validity too, or the DER would not decode; each mint resets them. */
-	if (X509_set_version(x, X509_VERSION_3) != 1 || ca_serial_set(x) != 0 ||
-	    X509_set1_notBefore(x, X509_get0_notBefore(ca->cert)) != 1 ||
-	    X509_set1_notAfter(x, X509_get0_notAfter(ca->cert)) != 1 ||
-	    X509_set_issuer_name(x, X509_get_subject_name(ca->cert)) != 1 ||
-	    X509_set_pubkey(x, ca->leaf_key) != 1 ||
+	if (X509_set_pubkey(x, ca->leaf_key) != 1 ||
 	    ca_ext_add(x, NULL, NID_basic_constraints, "critical,CA:FALSE") != 0 ||
 	    ca_ext_add(x, NULL, NID_key_usage, "critical,digitalSignature") != 0 ||
 	    ca_ext_add(x, NULL, NID_ext_key_usage, "serverAuth") != 0 ||
 	    ca_ext_add(x, &ctx, NID_subject_key_identifier, "hash") != 0 ||
-	    ca_mint_ext_aki(x, ca->cert) != 0 || X509_sign(x, ca->key, ca->md) <= 0) {
+	    ca_mint_ext_aki(x, ca->cert) != 0) {
 		X509_free(x);
 		goto err;
 	}
@@ -251,7 +247,7 @@ ca_mint(struct ca *ca, const char *host, int is_ip, X509 **out)
 	}
 	if ((x = X509_new()) == NULL || X509_set_version(x, X509_VERSION_3) != 1 ||
 	    ca_serial_set(x) != 0 ||
-	    X509_set_issuer_name(x, X509_get_issuer_name(ca->leaf_tmpl)) != 1 ||
+	    X509_set_issuer_name(x, X509_get_subject_name(ca->cert)) != 1 ||
 	    ca_mint_subject(x, canon, is_ip) != 0 || ca_mint_validity(ca, x) != 0 ||
 	    X509_set_pubkey(x, ca->leaf_key) != 1)
 		goto err;

@@ -544,28 +544,24 @@ http_request_line(struct http_msg *msg, char *line)
 static void
 http_connection(struct http_msg *msg)
 {
-	int keep = msg->version == 11, upgrade = 0;
+	int keep = msg->version == 11, upgrade = 0, close = 0;
+	const struct http_header *h;
 	size_t i;
 
-	if (!(msg->fields & (HF_BIT(HF_CONNECTION) | HF_BIT(HF_UPGRADE))))
-		goto out;
-	for (i = 0; i < msg->nheaders; i++) {
-		if (msg->headers[i].id != HF_CONNECTION)
-			continue;
-		if (http_list_has(msg->headers[i].value, "keep-alive"))
-			keep = 1;
-		if (http_list_has(msg->headers[i].value, "upgrade"))
-			upgrade = 1;
+	/* Most heads have neither field: no loop. */
+	for (i = 0;
+	     i < msg->nheaders && (msg->fields & (HF_BIT(HF_CONNECTION) | HF_BIT(HF_UPGRADE)));
+	     i++) {
+		h = &msg->headers[i];
+		if (h->id == HF_CONNECTION) {
+			keep |= http_list_has(h->value, "keep-alive");
+			upgrade |= http_list_has(h->value, "upgrade");
+			close |= http_list_has(h->value, "close");
+		} else if (h->id == HF_UPGRADE && msg->upgrade == NULL)
+			msg->upgrade = h->value;
 	}
-	for (i = 0; i < msg->nheaders; i++) {
-		if (msg->headers[i].id == HF_CONNECTION &&
-		    http_list_has(msg->headers[i].value, "close"))
-			keep = 0;
-		if (msg->upgrade == NULL && msg->headers[i].id == HF_UPGRADE)
-			msg->upgrade = msg->headers[i].value;
-	}
-out:
-	if (keep)
+	/* close wins over keep-alive, in whichever field or order. */
+	if (keep && !close)
 		msg->flags |= HTTP_F_KEEP_ALIVE;
 	if (upgrade && msg->upgrade != NULL)
 		msg->flags |= HTTP_F_UPGRADE;

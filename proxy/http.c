@@ -5,7 +5,8 @@
  * of request smuggling: conflicting or malformed framing, bare CR or LF,
  * obs-fold, NUL), and serialises a fresh head from the parsed form with
  * framing headers of its own. Works on contiguous bytes; the caller frames
- * bodies (chunked.c decodes chunked ones).
+ * bodies (chunked.c decodes chunked ones); request targets are split by
+ * http_target.c.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -66,7 +67,7 @@ http_ows(char c)
 }
 
 /* A non-empty string of visible ASCII: no space, control or obs-text. */
-static int
+int
 http_visible(const char *s)
 {
 	if (*s == '\0')
@@ -354,162 +355,6 @@ http_length(const char *s, uint64_t *out)
 	return 0;
 }
 
-/*
- * Check an authority: host [":" port], no userinfo. A host is a name of
- * letters, digits, '-', '.' and '_' or a bracketed IPv6 address; the other
- * reg-name characters of RFC 3986 (percent escapes, sub-delims) name no
- * real host and only leave room for two readers to disagree.
- */
-static const char *
-http_authority(const char *s, size_t len, int port_required, size_t *hostlen, uint16_t *port)
-{
-	const char *p, *end = s + len;
-	unsigned long v = 0;
-	unsigned char c;
-
-	if (memchr(s, '@', len) != NULL)
-		return "userinfo in authority";
-	p = s;
-	if (p < end && *p == '[') {
-		for (p++; p < end && *p != ']'; p++) {
-			c = (unsigned char)*p;
-			if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') ||
-			      (c >= 'A' && c <= 'F') || c == ':' || c == '.'))
-				return "invalid IPv6 address";
-		}
-		if (p == end || p == s + 1)
-			return "invalid IPv6 address";
-		p++;
-	} else {
-		for (; p < end && *p != ':'; p++) {
-			c = (unsigned char)*p;
-			if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') ||
-			      (c >= 'A' && c <= 'Z') || c == '-' || c == '.' || c == '_'))
-				return "invalid character in host";
-		}
-		if (p == s)
-			return "empty host";
-	}
-	*hostlen = (size_t)(p - s);
-	*port = 0;
-	if (p == end)
-		return port_required ? "port required" : NULL;
-	if (*p++ != ':' || p == end || end - p > 5)
-		return "invalid port";
-	for (; p < end; p++) {
-		if (*p < '0' || *p > '9')
-			return "invalid port";
-		v = v * 10 + (unsigned long)(*p - '0');
-	}
-	if (v == 0 || v > 65535)
-		return "invalid port";
-	*port = (uint16_t)v;
-	return NULL;
-}
-
-void
-http_target_free(struct http_target *t)
-{
-	free(t->mem);
-	memset(t, 0, sizeof *t);
-}
-
-/* Copy len bytes of s and a NUL to *at, advancing it; the copy. */
-static char *
-http_target_put(char **at, const char *s, size_t len)
-{
-	char *p = *at;
-
-	memcpy(p, s, len);
-	p[len] = '\0';
-	*at = p + len + 1;
-	return p;
-}
-
-/*
- * The authority and what follows it, after "scheme://" (slen bytes of
- * scheme). The scheme, authority, host and path go into one allocation.
- */
-static const char *
-http_target_absolute(const char *scheme, size_t slen, const char *s, struct http_target *out)
-{
-	const char *error, *rest;
-	size_t hostlen, alen, plen;
-	char *at;
-
-	rest = s + strcspn(s, "/?");
-	alen = (size_t)(rest - s);
-	error = http_authority(s, alen, 0, &hostlen, &out->port);
-	if (error != NULL)
-		return error;
-	plen = strlen(rest);
-	out->mem = at = xmalloc(slen + 1 + alen + 1 + hostlen + 1 + plen + 2);
-	out->scheme = http_target_put(&at, scheme, slen);
-	out->authority = http_target_put(&at, s, alen);
-	out->host = http_target_put(&at, s, hostlen);
-	out->port_explicit = out->port != 0;
-	if (out->port == 0)
-		out->port = slen == 5 ? 443 : 80;
-	out->path = at;
-	if (*rest != '/')
-		*at++ = '/';
-	http_target_put(&at, rest, plen);
-	return NULL;
-}
-
-/*
- * Classify a request target (RFC 9112 §3.2) against its method and split
- * it. The host is returned as written; normalising it is the caller's.
- */
-const char *
-http_target_parse(const char *method, const char *target, struct http_target *out)
-{
-	const char *error = NULL;
-	size_t hostlen, n;
-	char *at;
-
-	memset(out, 0, sizeof *out);
-	if (!http_visible(target))
-		return "invalid character in target";
-	if (strchr(target, '#') != NULL)
-		return "fragment in target";
-	if (strcmp(method, "CONNECT") == 0) {
-		out->form = HTTP_TARGET_AUTHORITY;
-		n = strlen(target);
-		error = http_authority(target, n, 1, &hostlen, &out->port);
-		if (error != NULL)
-			return error;
-		out->mem = at = xmalloc(n + 1 + hostlen + 1);
-		out->authority = http_target_put(&at, target, n);
-		out->host = http_target_put(&at, target, hostlen);
-		out->port_explicit = 1;
-		return NULL;
-	}
-	if (strcmp(target, "*") == 0) {
-		if (strcmp(method, "OPTIONS") != 0)
-			return "asterisk-form without OPTIONS";
-		out->form = HTTP_TARGET_ASTERISK;
-		return NULL;
-	}
-	if (target[0] == '/') {
-		out->form = HTTP_TARGET_ORIGIN;
-		out->path = out->mem = xstrdup(target);
-		return NULL;
-	}
-	out->form = HTTP_TARGET_ABSOLUTE;
-	n = strcspn(target, ":");
-	if (!(n == 4 && strncasecmp(target, "http", 4) == 0) &&
-	    !(n == 5 && strncasecmp(target, "https", 5) == 0))
-		return "unsupported target";
-	if (strncmp(target + n, "://", 3) != 0)
-		error = "unsupported target";
-	else
-		error = http_target_absolute(n == 5 ? "https" : "http", n, target + n + 3, out);
-	if (error != NULL)
-		http_target_free(out);
-	return error;
-}
-
 /* method SP target SP HTTP-version, single spaces. */
 static enum http_parse
 http_request_line(struct http_msg *msg, char *line)
@@ -621,7 +466,7 @@ http_request_fields(struct http_msg *msg)
 		return http_fail(msg, 400, "duplicate Host");
 	if (nhost == 0 && msg->version == 11)
 		return http_fail(msg, 400, "missing Host");
-	if (nhost == 1 && http_authority(host, strlen(host), 0, &hostlen, &port) != NULL)
+	if (nhost == 1 && http_target_authority(host, strlen(host), 0, &hostlen, &port) != NULL)
 		return http_fail(msg, 400, "invalid Host");
 	http_connection(msg);
 	expect = http_field_value(msg, HF_EXPECT);

@@ -136,10 +136,14 @@ enum http_parse http_parse_response(const char *, size_t, const struct http_limi
 const char *http_msg_header(const struct http_msg *, const char *);
 enum http_field http_field_id(const char *, size_t);
 int http_list_has(const char *, const char *);
-const char *http_target_parse(const char *, const char *, struct http_target *);
-void http_target_free(struct http_target *);
+int http_visible(const char *);
 int http_request_serialize(const struct http_msg *, const char *, const char *, int, struct buf *);
 int http_response_serialize(const struct http_msg *, int, int, struct buf *, enum http_body *);
+
+/* http_target.c */
+const char *http_target_parse(const char *, const char *, struct http_target *);
+void http_target_free(struct http_target *);
+const char *http_target_authority(const char *, size_t, int, size_t *, uint16_t *);
 
 /* chunked.c */
 enum chunked_result {

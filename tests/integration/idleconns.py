@@ -19,14 +19,20 @@ import urllib.parse
 import select
 
 
-def read_response(s):
+def read_head(s, step):
+    """Reads until the end of a head, STEP bytes at a time: (head, what followed)."""
     data = b""
     while b"\r\n\r\n" not in data:
-        chunk = s.recv(4096)
+        chunk = s.recv(step)
         if not chunk:
             raise OSError("closed before the head ended")
         data += chunk
-    head, _, body = data.partition(b"\r\n\r\n")
+    head, _, rest = data.partition(b"\r\n\r\n")
+    return head, rest
+
+
+def read_response(s):
+    head, body = read_head(s, 4096)
     lines = head.split(b"\r\n")
     status = int(lines[0].split()[1])
     length = 0
@@ -60,12 +66,8 @@ def main():
         for _ in range(a.n):
             raw = socket.create_connection((phost, int(pport)), timeout=20)
             raw.sendall(f"CONNECT {host}:{port} HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n".encode())
-            head = b""
-            while b"\r\n\r\n" not in head:
-                chunk = raw.recv(1)
-                if not chunk:
-                    raise OSError("proxy closed the CONNECT")
-                head += chunk
+            # A byte at a time: the TLS handshake's bytes must stay in the socket.
+            head, _ = read_head(raw, 1)
             if not head.startswith(b"HTTP/1.1 200"):
                 raise OSError("CONNECT refused: " + head.split(b"\r\n")[0].decode(errors="replace"))
             conns.append(ctx.wrap_socket(raw, server_hostname=host))

@@ -1,8 +1,7 @@
 /*
  * Unit tests for proxy/http.c and proxy/chunked.c: the request and response
  * vectors of tests/data/http/ (smuggling attempts among them), each parsed
- * whole and a byte at a time with the same outcome; request targets;
- * serialisation (hop-by-hop fields gone, Via added, Host from the target,
+ * whole and a byte at a time with the same outcome; serialisation (hop-by-hop fields gone, Via added, Host from the target,
  * framing re-stated) and round trips through the parser; the chunked
  * decoder over every split of its input and the chunk writer.
  */
@@ -321,87 +320,6 @@ test_response_vectors(void **state)
 		buf_free(&in);
 	}
 	rows_free(rows, n, 6);
-}
-
-struct target_case {
-	const char *method;
-	const char *target;
-	int ok;
-	enum http_target_form form;
-	const char *scheme, *authority, *host;
-	uint16_t port;
-	const char *path;
-};
-
-static const struct target_case target_cases[] = {
-    {"GET", "/a?b", 1, HTTP_TARGET_ORIGIN, NULL, NULL, NULL, 0, "/a?b"},
-    {"GET", "http://Example.COM/x", 1, HTTP_TARGET_ABSOLUTE, "http", "Example.COM", "Example.COM",
-     80, "/x"},
-    {"GET", "HTTPS://a.b:8443", 1, HTTP_TARGET_ABSOLUTE, "https", "a.b:8443", "a.b", 8443, "/"},
-    {"GET", "https://a.b?q=1", 1, HTTP_TARGET_ABSOLUTE, "https", "a.b", "a.b", 443, "/?q=1"},
-    {"GET", "http://[::1]:8080/p", 1, HTTP_TARGET_ABSOLUTE, "http", "[::1]:8080", "[::1]", 8080,
-     "/p"},
-    {"CONNECT", "a.b:443", 1, HTTP_TARGET_AUTHORITY, NULL, "a.b:443", "a.b", 443, NULL},
-    {"CONNECT", "[2001:db8::1]:22", 1, HTTP_TARGET_AUTHORITY, NULL, "[2001:db8::1]:22",
-     "[2001:db8::1]", 22, NULL},
-    {"OPTIONS", "*", 1, HTTP_TARGET_ASTERISK, NULL, NULL, NULL, 0, NULL},
-    {"CONNECT", "a.b", 0, 0, NULL, NULL, NULL, 0, NULL},
-    {"CONNECT", "a.b:", 0, 0, NULL, NULL, NULL, 0, NULL},
-    {"CONNECT", "a.b:+443", 0, 0, NULL, NULL, NULL, 0, NULL},
-    {"CONNECT", "a.b:0443", 1, HTTP_TARGET_AUTHORITY, NULL, "a.b:0443", "a.b", 443, NULL},
-    {"CONNECT", "a.b:443443", 0, 0, NULL, NULL, NULL, 0, NULL},
-    {"CONNECT", ":443", 0, 0, NULL, NULL, NULL, 0, NULL},
-    {"CONNECT", "[::1:443", 0, 0, NULL, NULL, NULL, 0, NULL},
-    {"CONNECT", "[]:443", 0, 0, NULL, NULL, NULL, 0, NULL},
-    {"CONNECT", "[fe80::1%25eth0]:443", 0, 0, NULL, NULL, NULL, 0, NULL},
-    {"CONNECT", "u@a.b:443", 0, 0, NULL, NULL, NULL, 0, NULL},
-    {"GET", "http://u@a.b/", 0, 0, NULL, NULL, NULL, 0, NULL},
-    {"GET", "http://a.b:/", 0, 0, NULL, NULL, NULL, 0, NULL},
-    {"GET", "http:///x", 0, 0, NULL, NULL, NULL, 0, NULL},
-    {"GET", "http:/a.b/", 0, 0, NULL, NULL, NULL, 0, NULL},
-    {"GET", "ws://a.b/", 0, 0, NULL, NULL, NULL, 0, NULL},
-    {"GET", "a.b:80", 0, 0, NULL, NULL, NULL, 0, NULL},
-    {"GET", "*", 0, 0, NULL, NULL, NULL, 0, NULL},
-    {"GET", "", 0, 0, NULL, NULL, NULL, 0, NULL},
-    {"GET", "/a b", 0, 0, NULL, NULL, NULL, 0, NULL},
-    {"GET", "/a#frag", 0, 0, NULL, NULL, NULL, 0, NULL},
-    {"GET", "http://a.b]/", 0, 0, NULL, NULL, NULL, 0, NULL},
-};
-
-static void
-check_str(const char *got, const char *want)
-{
-	if (want == NULL)
-		assert_null(got);
-	else
-		assert_string_equal(got, want);
-}
-
-static void
-test_targets(void **state)
-{
-	const struct target_case *c;
-	struct http_target t;
-	const char *error;
-	size_t i;
-
-	for (i = 0; i < EG_NELEM(target_cases); i++) {
-		c = &target_cases[i];
-		error = http_target_parse(c->method, c->target, &t);
-		if ((error == NULL) != c->ok)
-			fail_msg("%s %s: %s", c->method, c->target, error ? error : "accepted");
-		if (error != NULL) {
-			assert_null(t.host);
-			continue;
-		}
-		assert_int_equal(t.form, c->form);
-		check_str(t.scheme, c->scheme);
-		check_str(t.authority, c->authority);
-		check_str(t.host, c->host);
-		check_str(t.path, c->path);
-		assert_int_equal(t.port, c->port);
-		http_target_free(&t);
-	}
 }
 
 /* Parse a complete request head that must be valid. */
@@ -989,7 +907,6 @@ main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_request_vectors),
 	    cmocka_unit_test(test_response_vectors),
-	    cmocka_unit_test(test_targets),
 	    cmocka_unit_test(test_serialize_request),
 	    cmocka_unit_test(test_serialize_request_framing),
 	    cmocka_unit_test(test_serialize_upgrade),

@@ -561,8 +561,8 @@ test_roundtrip(void **state)
 	static const char *const reqs[] = {
 	    "GET http://a.example/x?y HTTP/1.1\r\nHost: a.example\r\nX: 1\r\n\r\n",
 	    "POST http://a.example:81/ HTTP/1.1\r\nHost: z\r\nContent-Length: 3\r\n\r\n",
-	    "POST http://a/ HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nConnection: "
-	    "Transfer-Encoding\r\n\r\n",
+	    ("POST http://a/ HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nConnection: "
+	     "Transfer-Encoding\r\n\r\n"),
 	    "PUT https://[::1]:8443/p HTTP/1.0\r\nContent-Length: 0\r\nVia: 1.0 x\r\n\r\n",
 	    "OPTIONS * HTTP/1.1\r\nHost: a:1\r\n\r\n",
 	    "CONNECT a:443 HTTP/1.1\r\nHost: a:443\r\nProxy-Authorization: x\r\n\r\n",

@@ -402,6 +402,24 @@ answer_guard_keep(ldns_rr *rr, void *arg)
 	return 0;
 }
 
+/*
+ * Whether the rebinding guard keeps every address record of the answer
+ * and additional sections (counted in g), so that the cleaned answer is
+ * served as it was kept.
+ */
+static int
+answer_all_kept(const ldns_pkt *pkt, struct answer_guard *g)
+{
+	const ldns_rr_list *lists[2] = {ldns_pkt_answer(pkt), ldns_pkt_additional(pkt)};
+	size_t s, i;
+
+	for (s = 0; s < EG_NELEM(lists); s++)
+		for (i = 0; i < ldns_rr_list_rr_count(lists[s]); i++)
+			if (!answer_guard_keep(ldns_rr_list_rr(lists[s], i), g))
+				return 0;
+	return 1;
+}
+
 static void
 answer_served_block(struct answer_served *s, const struct decision *d)
 {
@@ -426,22 +444,30 @@ answer_served_build(const uint8_t *raw, size_t raw_len, const struct policy *p,
 	struct answer_guard g = {p, qd, 0, 0, {0}};
 	struct decision d;
 	ldns_pkt *pkt, *n;
-	int rc;
-	int blocked = 0;
+	int rc = 0, blocked;
 
 	memset(s, 0, sizeof *s);
 	s->ede = -1;
 	if (ldns_wire2pkt(&pkt, raw, raw_len) != LDNS_STATUS_OK)
 		return -1;
+	s->rcode = ldns_pkt_get_rcode(pkt);
+	blocked = answer_cloak_check(pkt, p, &d);
+	if (!blocked && answer_all_kept(pkt, &g)) {
+		/* Nothing to remove: clients get the answer as it was kept. */
+		ldns_pkt_free(pkt);
+		s->wire = xmalloc(raw_len > 0 ? raw_len : 1);
+		memcpy(s->wire, raw, raw_len);
+		s->len = raw_len;
+		goto offsets;
+	}
+	g.dropped = g.kept = 0;
 	n = ldns_pkt_new();
 	ldns_pkt_set_qr(n, 1);
 	ldns_pkt_set_rd(n, 1);
 	ldns_pkt_set_ra(n, 1);
 	answer_copy_section(n, LDNS_SECTION_QUESTION, ldns_pkt_question(pkt), NULL, NULL);
-	s->rcode = ldns_pkt_get_rcode(pkt);
-	if (answer_cloak_check(pkt, p, &d)) {
+	if (blocked) {
 		answer_served_block(s, &d);
-		blocked = 1;
 	} else {
 		answer_copy_section(n, LDNS_SECTION_ANSWER, ldns_pkt_answer(pkt), answer_guard_keep,
 		                    &g);
@@ -467,6 +493,7 @@ answer_served_build(const uint8_t *raw, size_t raw_len, const struct policy *p,
 	rc = answer_to_wire(n, &s->wire, &s->len);
 	ldns_pkt_free(n);
 	ldns_pkt_free(pkt);
+offsets:
 	if (rc == -1 || s->len > MSG_MAX || msg_ttl_offsets(s->wire, s->len, s) == -1) {
 		answer_served_free(s);
 		return -1;

@@ -6,9 +6,9 @@
 # queries/s for cached allowed names, blocked names and cache misses (unique
 # names), the time from start to answering with the list loaded, the
 # resident size with the list, and each server's CPU time (user and
-# system, from /proc) per cached and per blocked query, which depends less
-# on what else the machine does than queries/s; then the ratios of egressd
-# to unbound.
+# system, from /proc) per cached query, per blocked query and per miss,
+# which depends less on what else the machine does than queries/s; then
+# the ratios of egressd to unbound.
 # All servers run at once; each scenario is measured in ROUNDS rounds that
 # take the servers in turn, and each figure is the median of its rounds, so
 # a slow moment of the machine does not land on one server alone. Every
@@ -223,7 +223,7 @@ for i in $(seq 1 50); do answers "$AUTH_PORT" www.benchtld && break; sleep 0.1; 
 # median N...: the median of the numbers given (the lower one of an even count).
 median() { printf '%s\n' "$@" | grep -E '^[0-9]+$' | sort -n | awk '{v[NR] = $1} END {if (NR) print v[int((NR + 1) / 2)]}'; }
 
-declare -A QPS_CACHED QPS_BLOCKED QPS_MISS CPU_CACHED CPU_BLOCKED LOAD RSS PORT_OF PID_OF RUNS CPUS
+declare -A QPS_CACHED QPS_BLOCKED QPS_MISS CPU_CACHED CPU_BLOCKED CPU_MISS LOAD RSS PORT_OF PID_OF RUNS CPUS
 RUNNING=""
 # Each server is started alone (ready time and RSS are its own), then stays up.
 for peer in $PEERS; do
@@ -260,6 +260,8 @@ for peer in $RUNNING; do
 	CPU_CACHED[$peer]=$(median ${CPUS[$peer.cached]})
 	# shellcheck disable=SC2086
 	CPU_BLOCKED[$peer]=$(median ${CPUS[$peer.blocked]})
+	# shellcheck disable=SC2086
+	CPU_MISS[$peer]=$(median ${CPUS[$peer.miss]})
 	stop "${PID_OF[$peer]}"
 done
 
@@ -272,12 +274,12 @@ ratio() { # ratio A B: A/B with two decimals, or -
 }
 
 {
-	echo "| server | cached q/s | blocked q/s | miss q/s | ready with list (s) | RSS with list (MiB) | CPU ns per cached query | CPU ns per blocked query |"
-	echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+	echo "| server | cached q/s | blocked q/s | miss q/s | ready with list (s) | RSS with list (MiB) | CPU ns per cached query | CPU ns per blocked query | CPU ns per miss |"
+	echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
 	for peer in $RUNNING; do
 		[ -n "${QPS_CACHED[$peer]:-}" ] || continue
 		echo "| $peer | ${QPS_CACHED[$peer]} | ${QPS_BLOCKED[$peer]} | ${QPS_MISS[$peer]} |" \
-		    "${LOAD[$peer]} | ${RSS[$peer]} | ${CPU_CACHED[$peer]:--} | ${CPU_BLOCKED[$peer]:--} |"
+		    "${LOAD[$peer]} | ${RSS[$peer]} | ${CPU_CACHED[$peer]:--} | ${CPU_BLOCKED[$peer]:--} | ${CPU_MISS[$peer]:--} |"
 	done
 	if [ -n "${QPS_CACHED[egressd]:-}" ] && [ -n "${QPS_CACHED[unbound]:-}" ]; then
 		echo

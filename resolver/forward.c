@@ -4,11 +4,19 @@
  * socket connected to one upstream, so the kernel picks a random source
  * port and drops datagrams from any other address, and a fresh random id;
  * an answer must also carry the very question asked, with the random
- * mix of upper and lower case the query spelt its name in (DNS 0x20). An
- * answer whose question differs in case only is asked again once of that
- * upstream without the mix, since some servers do not keep the case. A
- * try that times out, fails or is refused moves to the next upstream
- * until the deadline; a truncated answer is asked again over TCP.
+ * mix of upper and lower case the question's name was given (DNS 0x20).
+ * An answer whose question differs in case only is asked again once of
+ * that upstream without the mix, since some servers do not keep the case.
+ * A try that fails or is refused moves to the next upstream at once; a
+ * truncated answer is asked again over TCP.
+ *
+ * A try that is not answered within its upstream's retransmission timeout
+ * is followed by a try at the next upstream, and the earlier tries keep
+ * listening: a slow answer to an earlier try is as good as a quick one to
+ * the later. The timeout follows each upstream's measured round trips
+ * (RFC 6298: SRTT + 4 RTTVAR, doubled after a timeout), between
+ * FWD_RTO_MIN_MS and the configured attempt_ms, which is also where an
+ * upstream not heard from yet starts. Every question ends by its deadline.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -23,24 +31,50 @@
 
 #define FWD_BUCKETS    1024 /* a power of two */
 #define FWD_RECV_BURST 8
+#define FWD_OPEN_MAX   4   /* tries of one question listening at once */
+#define FWD_RTO_MIN_MS 100 /* the shortest retransmission timeout */
+
+struct fwd_query;
+
+/* One datagram sent to one upstream, and the socket its answer comes to. */
+struct fwd_try {
+	struct fwd_query *fq;
+	struct event *ev; /* readable fd */
+	int fd;           /* -1: not open */
+	uint16_t id;
+	uint8_t upstream;
+	uint8_t plain;   /* asked without 0x20 */
+	uint64_t t_sent; /* monotonic µs */
+};
 
 struct fwd_query {
 	struct fwd_query *next; /* in its hash chain */
 	uint64_t hash;
 	struct forward *fw;
-	uint8_t key[MSG_KEY_MAX];
+	uint8_t key[MSG_KEY_MAX];   /* lowercase name, type, class */
+	uint8_t mixed[MSG_KEY_MAX]; /* the same with the name's letters mixed in case */
 	size_t key_len;
 	struct resolver_waiters waiters;
-	uint16_t id;
-	unsigned upstream; /* the one being tried */
-	unsigned tries;
-	unsigned plain;    /* bit n: upstream n is asked without 0x20 */
-	uint64_t deadline; /* monotonic ms */
-	int fd;
-	struct event *ev;        /* readable fd, or the try's timeout */
+	unsigned upstream;     /* where the next try goes */
+	unsigned tries;        /* started, case retries not counted */
+	unsigned plain;        /* bit n: upstream n is asked without 0x20 */
+	uint64_t deadline;     /* monotonic ms */
+	struct event *timer;   /* the newest try's timeout, or the deadline */
+	const char *timer_why; /* what the timer firing means */
+	int last;              /* the newest try's slot, -1 for none */
+	struct fwd_try open[FWD_OPEN_MAX];
 	struct bufferevent *tcp; /* a truncated answer, asked again over TCP */
-	uint8_t query[MSG_KEY_MAX + 32];
-	size_t query_len;
+	uint16_t tcp_id;
+	uint8_t tcp_upstream;
+	uint8_t tcp_plain;
+};
+
+/* What the round trips to one upstream say about waiting for it. */
+struct fwd_rtt {
+	uint64_t srtt;   /* µs */
+	uint64_t rttvar; /* µs */
+	unsigned rto;    /* ms */
+	int sampled;
 };
 
 struct forward {
@@ -52,6 +86,7 @@ struct forward {
 	size_t nwaiters; /* over all questions: each holds a client's query */
 	unsigned pref;   /* the upstream that answered last */
 	unsigned warned; /* bit n: upstream n was seen changing the case */
+	struct fwd_rtt rtt[RESOLVER_MAX_UPSTREAMS];
 	uint64_t seed;
 	uint8_t rnd[256];
 	size_t rnd_left;
@@ -59,6 +94,7 @@ struct forward {
 };
 
 static void fwd_try(struct fwd_query *);
+static void fwd_attempt(struct fwd_query *);
 
 uint16_t
 forward_random16(struct forward *fw)
@@ -73,6 +109,15 @@ forward_random16(struct forward *fw)
 	fw->rnd_left -= 2;
 	memcpy(&v, fw->rnd + fw->rnd_left, 2);
 	return v;
+}
+
+static uint64_t
+fwd_now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
 }
 
 /* The in-flight table holds at most max_pending entries: a seeded FNV will do. */
@@ -91,11 +136,16 @@ struct forward *
 forward_new(struct resolver *r, struct event_base *base, const struct resolver_conf *conf)
 {
 	struct forward *fw;
+	size_t i;
 
 	fw = xcalloc(1, sizeof *fw);
 	fw->r = r;
 	fw->base = base;
 	fw->conf = *conf;
+	if (fw->conf.attempt_ms < FWD_RTO_MIN_MS)
+		fw->conf.attempt_ms = FWD_RTO_MIN_MS;
+	for (i = 0; i < RESOLVER_MAX_UPSTREAMS; i++)
+		fw->rtt[i].rto = fw->conf.attempt_ms;
 	if (getrandom(&fw->seed, sizeof fw->seed, 0) != (ssize_t)sizeof fw->seed)
 		fatal("getrandom");
 	return fw;
@@ -107,21 +157,67 @@ forward_pending(const struct forward *fw)
 	return fw->npending;
 }
 
+/* A round trip of us microseconds to upstream u (RFC 6298 §2). */
 static void
-fwd_close_try(struct fwd_query *fq)
+fwd_rtt_sample(struct forward *fw, unsigned u, uint64_t us)
 {
-	if (fq->ev != NULL) {
-		event_free(fq->ev);
-		fq->ev = NULL;
+	struct fwd_rtt *t = &fw->rtt[u];
+	uint64_t rto, d;
+
+	if (!t->sampled) {
+		t->srtt = us;
+		t->rttvar = us / 2;
+		t->sampled = 1;
+	} else {
+		d = t->srtt > us ? t->srtt - us : us - t->srtt;
+		t->rttvar = (3 * t->rttvar + d) / 4;
+		t->srtt = (7 * t->srtt + us) / 8;
 	}
-	if (fq->fd != -1) {
-		close(fq->fd);
-		fq->fd = -1;
+	rto = (t->srtt + (4 * t->rttvar > 1000 ? 4 * t->rttvar : 1000) + 999) / 1000;
+	if (rto < FWD_RTO_MIN_MS)
+		rto = FWD_RTO_MIN_MS;
+	if (rto > fw->conf.attempt_ms)
+		rto = fw->conf.attempt_ms;
+	t->rto = (unsigned)rto;
+}
+
+/* A try at upstream u went unanswered for its whole timeout (§5.5). */
+static void
+fwd_rtt_timeout(struct forward *fw, unsigned u)
+{
+	struct fwd_rtt *t = &fw->rtt[u];
+
+	t->rto = t->rto > fw->conf.attempt_ms / 2 ? fw->conf.attempt_ms : 2 * t->rto;
+}
+
+static void
+fwd_close_try(struct fwd_try *t)
+{
+	if (t->ev != NULL) {
+		event_free(t->ev);
+		t->ev = NULL;
 	}
+	if (t->fd != -1) {
+		close(t->fd);
+		t->fd = -1;
+	}
+}
+
+/* Stop every try of the question, and its timer. */
+static void
+fwd_close_all(struct fwd_query *fq)
+{
+	size_t i;
+
+	for (i = 0; i < FWD_OPEN_MAX; i++)
+		fwd_close_try(&fq->open[i]);
+	fq->last = -1;
 	if (fq->tcp != NULL) {
 		bufferevent_free(fq->tcp);
 		fq->tcp = NULL;
 	}
+	if (fq->timer != NULL)
+		evtimer_del(fq->timer);
 }
 
 static void
@@ -136,60 +232,98 @@ fwd_unlink(struct fwd_query *fq)
 	fw->npending--;
 }
 
+static void
+fwd_query_free(struct fwd_query *fq)
+{
+	fwd_close_all(fq);
+	if (fq->timer != NULL)
+		event_free(fq->timer);
+	free(fq);
+}
+
 /* Hand the outcome to every waiter, then forget the question. */
 static void
 fwd_finish(struct fwd_query *fq, ldns_pkt *pkt, const char *err)
 {
-	fwd_close_try(fq);
+	fwd_close_all(fq);
 	fwd_unlink(fq);
 	resolver_answered(fq->fw->r, fq->key, fq->key_len, pkt, err, &fq->waiters);
 	if (pkt != NULL)
 		ldns_pkt_free(pkt);
-	free(fq);
+	fwd_query_free(fq);
 }
 
-/* The try failed: the next upstream, unless this one was the last chance. */
+/* Arm the question's timer for ms from now, meaning why when it fires. */
 static void
-fwd_next(struct fwd_query *fq, const char *why)
+fwd_arm(struct fwd_query *fq, uint64_t ms, const char *why)
+{
+	struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000};
+
+	fq->timer_why = why;
+	evtimer_add(fq->timer, &tv);
+}
+
+/*
+ * Upstream u failed a try (why): the next try goes to the upstream after
+ * it, and it is no longer the one asked first.
+ */
+static void
+fwd_next(struct fwd_query *fq, unsigned u, const char *why)
 {
 	struct forward *fw = fq->fw;
 	char text[64];
 
-	sock_text(&fw->conf.upstream[fq->upstream], text, sizeof text);
+	sock_text(&fw->conf.upstream[u], text, sizeof text);
 	log_debug("dns upstream %s: %s", text, why);
-	if (fw->pref == fq->upstream)
-		fw->pref = (fq->upstream + 1) % fw->conf.nupstream;
-	fq->upstream = (fq->upstream + 1) % fw->conf.nupstream;
+	if (fw->pref == u)
+		fw->pref = (u + 1) % fw->conf.nupstream;
+	fq->upstream = (u + 1) % fw->conf.nupstream;
 	fwd_try(fq);
+}
+
+/* The try in slot t failed outright (an error, a refusal): drop it, try on. */
+static void
+fwd_try_failed(struct fwd_query *fq, struct fwd_try *t, const char *why)
+{
+	unsigned u = t->upstream;
+	int newest = fq->last == (int)(t - fq->open);
+
+	fwd_close_try(t);
+	if (newest) {
+		fq->last = -1;
+		evtimer_del(fq->timer);
+	}
+	fwd_next(fq, u, why);
 }
 
 /* An answer arrived: use it, or try elsewhere when the upstream failed. */
 static void
-fwd_answer(struct fwd_query *fq, ldns_pkt *pkt)
+fwd_answer(struct fwd_query *fq, struct fwd_try *t, unsigned u, ldns_pkt *pkt)
 {
 	unsigned rcode = ldns_pkt_get_rcode(pkt);
 
 	if (rcode != MSG_NOERROR && rcode != MSG_NXDOMAIN) {
 		ldns_pkt_free(pkt);
-		fwd_next(fq, msg_rcode_name(rcode));
+		if (t != NULL)
+			fwd_try_failed(fq, t, msg_rcode_name(rcode));
+		else
+			fwd_next(fq, u, msg_rcode_name(rcode));
 		return;
 	}
-	fq->fw->pref = fq->upstream;
+	fq->fw->pref = u;
 	fwd_finish(fq, pkt, NULL);
 }
 
-static void fwd_attempt(struct fwd_query *);
-
 /*
- * The upstream answered our question in another case: a forgery, or a
- * server that does not keep the case. Ask it once more without 0x20, with
- * a new id and port; returns -1 when that was done already.
+ * Upstream u answered our question in another case: a forgery, or a server
+ * that does not keep the case. Ask it once more without 0x20, with a new
+ * id and port; returns -1 when that was done already.
  */
 static int
-fwd_case_changed(struct fwd_query *fq)
+fwd_case_changed(struct fwd_query *fq, unsigned u)
 {
 	struct forward *fw = fq->fw;
-	unsigned bit = 1u << fq->upstream;
+	unsigned bit = 1u << u;
 	char text[64];
 
 	if (fq->plain & bit)
@@ -197,25 +331,37 @@ fwd_case_changed(struct fwd_query *fq)
 	fq->plain |= bit;
 	if (!(fw->warned & bit)) {
 		fw->warned |= bit;
-		sock_text(&fw->conf.upstream[fq->upstream], text, sizeof text);
+		sock_text(&fw->conf.upstream[u], text, sizeof text);
 		log_warnx("dns upstream %s: an answer changed the case of the question; asking "
 		          "again without 0x20 (each time this happens)",
 		          text);
 	}
-	fwd_close_try(fq);
+	if (fq->tcp != NULL) {
+		bufferevent_free(fq->tcp);
+		fq->tcp = NULL;
+	}
 	if (time_mono_ms() >= fq->deadline) {
 		fwd_finish(fq, NULL, "no upstream answered");
 		return 0;
 	}
+	fq->upstream = u;
 	fwd_attempt(fq);
 	return 0;
 }
 
-/* Check a datagram or TCP message against the question as this try sent it. */
+/* Check a datagram or TCP message against the question as one try sent it. */
 static const char *
-fwd_check(struct fwd_query *fq, const uint8_t *p, size_t len, ldns_pkt **pkt)
+fwd_check(const struct fwd_query *fq, uint16_t id, int plain, const uint8_t *p, size_t len,
+          ldns_pkt **pkt)
 {
-	return msg_check_answer(p, len, fq->id, fq->query + MSG_QUERY_HDR, fq->key_len, pkt);
+	return msg_check_answer(p, len, id, plain ? fq->key : fq->mixed, fq->key_len, pkt);
+}
+
+/* The question as one try sends it, into out (cap bytes); its length or 0. */
+static size_t
+fwd_query_wire(const struct fwd_query *fq, uint16_t id, int plain, uint8_t *out, size_t cap)
+{
+	return msg_build_query(plain ? fq->key : fq->mixed, fq->key_len, id, out, cap);
 }
 
 static void
@@ -235,12 +381,15 @@ fwd_tcp_read_cb(struct bufferevent *bev, void *arg)
 		return;
 	evbuffer_drain(in, 2);
 	evbuffer_remove(in, fq->fw->buf, len);
-	if ((err = fwd_check(fq, fq->fw->buf, len, &pkt)) != NULL) {
-		if (err != msg_err_case || fwd_case_changed(fq) == -1)
-			fwd_next(fq, err);
+	if ((err = fwd_check(fq, fq->tcp_id, fq->tcp_plain, fq->fw->buf, len, &pkt)) != NULL) {
+		if (err != msg_err_case || fwd_case_changed(fq, fq->tcp_upstream) == -1) {
+			bufferevent_free(fq->tcp);
+			fq->tcp = NULL;
+			fwd_next(fq, fq->tcp_upstream, err);
+		}
 		return;
 	}
-	fwd_answer(fq, pkt);
+	fwd_answer(fq, NULL, fq->tcp_upstream, pkt);
 }
 
 static void
@@ -248,143 +397,227 @@ fwd_tcp_event_cb(struct bufferevent *bev, short what, void *arg)
 {
 	struct fwd_query *fq = arg;
 
+	(void)bev;
 	if (what & BEV_EVENT_CONNECTED)
 		return;
-	fwd_next(fq, what & BEV_EVENT_TIMEOUT ? "TCP timeout" : "TCP connection failed");
+	bufferevent_free(fq->tcp);
+	fq->tcp = NULL;
+	fwd_next(fq, fq->tcp_upstream,
+	         what & BEV_EVENT_TIMEOUT ? "TCP timeout" : "TCP connection failed");
 }
 
-/* A truncated answer: ask the same upstream again over TCP. */
+/*
+ * The try in slot t got a truncated answer: ask the same upstream again
+ * over TCP, with the same id and spelling. The UDP tries end here; the
+ * deadline still holds.
+ */
 static void
-fwd_tcp(struct fwd_query *fq)
+fwd_tcp(struct fwd_query *fq, struct fwd_try *t)
 {
 	struct forward *fw = fq->fw;
 	struct timeval tv = {fw->conf.attempt_ms / 1000, (fw->conf.attempt_ms % 1000) * 1000};
-	uint8_t lenb[2] = {(uint8_t)(fq->query_len >> 8), (uint8_t)fq->query_len};
+	uint8_t q[MSG_KEY_MAX + 32], lenb[2];
+	size_t qlen;
+	uint64_t now = time_mono_ms();
 
-	fwd_close_try(fq);
+	fq->tcp_id = t->id;
+	fq->tcp_upstream = t->upstream;
+	fq->tcp_plain = t->plain;
+	fwd_close_all(fq);
+	qlen = fwd_query_wire(fq, fq->tcp_id, fq->tcp_plain, q, sizeof q);
+	lenb[0] = (uint8_t)(qlen >> 8);
+	lenb[1] = (uint8_t)qlen;
+	fwd_arm(fq, now < fq->deadline ? fq->deadline - now : 0, NULL);
 	fq->tcp = bufferevent_socket_new(fw->base, -1, BEV_OPT_CLOSE_ON_FREE);
 	if (fq->tcp == NULL) {
-		fwd_next(fq, "cannot make a TCP socket");
+		fwd_next(fq, fq->tcp_upstream, "cannot make a TCP socket");
 		return;
 	}
 	bufferevent_setcb(fq->tcp, fwd_tcp_read_cb, NULL, fwd_tcp_event_cb, fq);
 	bufferevent_set_timeouts(fq->tcp, &tv, &tv);
 	bufferevent_write(fq->tcp, lenb, 2);
-	bufferevent_write(fq->tcp, fq->query, fq->query_len);
+	bufferevent_write(fq->tcp, q, qlen);
 	bufferevent_enable(fq->tcp, EV_READ);
-	if (bufferevent_socket_connect(fq->tcp, (struct sockaddr *)&fw->conf.upstream[fq->upstream],
-	                               (int)fw->conf.upstream_len[fq->upstream]) == -1)
-		fwd_next(fq, "TCP connect failed");
+	if (bufferevent_socket_connect(fq->tcp,
+	                               (struct sockaddr *)&fw->conf.upstream[fq->tcp_upstream],
+	                               (int)fw->conf.upstream_len[fq->tcp_upstream]) == -1) {
+		bufferevent_free(fq->tcp);
+		fq->tcp = NULL;
+		fwd_next(fq, fq->tcp_upstream, "TCP connect failed");
+	}
 }
 
 static void
 fwd_read_cb(evutil_socket_t fd, short what, void *arg)
 {
-	struct fwd_query *fq = arg;
+	struct fwd_try *t = arg;
+	struct fwd_query *fq = t->fq;
 	const char *err;
 	ldns_pkt *pkt;
 	ssize_t n;
 	int i;
 
-	if (what & EV_TIMEOUT) {
-		fwd_next(fq, fq->fd == -1 ? "send failed" : "timeout");
-		return;
-	}
+	(void)what;
 	for (i = 0; i < FWD_RECV_BURST; i++) {
 		n = recv(fd, fq->fw->buf, sizeof fq->fw->buf - 1, 0);
 		if (n == -1) {
 			if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
 				return;
-			fwd_next(fq, strerror(errno));
+			fwd_try_failed(fq, t, strerror(errno));
 			return;
 		}
-		if ((err = fwd_check(fq, fq->fw->buf, (size_t)n, &pkt)) != NULL) {
-			if (err == msg_err_case && fwd_case_changed(fq) == 0)
+		if ((err = fwd_check(fq, t->id, t->plain, fq->fw->buf, (size_t)n, &pkt)) != NULL) {
+			/* This try keeps listening: its true answer may come yet. */
+			if (err == msg_err_case && fwd_case_changed(fq, t->upstream) == 0)
 				return;
 			log_debug("dns upstream: datagram ignored: %s", err);
 			continue;
 		}
+		fwd_rtt_sample(fq->fw, t->upstream, fwd_now_us() - t->t_sent);
 		if (ldns_pkt_tc(pkt)) {
 			ldns_pkt_free(pkt);
-			fwd_tcp(fq);
+			fwd_tcp(fq, t);
 			return;
 		}
-		fwd_answer(fq, pkt);
+		fwd_answer(fq, t, t->upstream, pkt);
 		return;
 	}
 }
 
-/* Open a connected UDP socket to the upstream and send; -1 on failure. */
+/*
+ * The question's timer: the newest try went unanswered for its timeout
+ * (or could not be sent), or the deadline came.
+ */
+static void
+fwd_timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct fwd_query *fq = arg;
+	const char *why = fq->timer_why;
+	unsigned u;
+
+	(void)fd;
+	(void)what;
+	if (why == NULL || time_mono_ms() >= fq->deadline || fq->last == -1) {
+		fwd_finish(fq, NULL, fq->tries == 0 ? "no upstream" : "no upstream answered");
+		return;
+	}
+	u = fq->open[fq->last].upstream;
+	if (fq->open[fq->last].fd == -1) { /* never sent: nothing to wait for */
+		fwd_close_try(&fq->open[fq->last]);
+		fq->last = -1;
+	} else {
+		fwd_rtt_timeout(fq->fw, u);
+	}
+	fwd_next(fq, u, why);
+}
+
+/* Open a connected UDP socket to the try's upstream and send; -1 on failure. */
 static int
-fwd_send(struct fwd_query *fq)
+fwd_send(struct fwd_query *fq, struct fwd_try *t)
 {
 	struct forward *fw = fq->fw;
-	const struct sockaddr_storage *ss = &fw->conf.upstream[fq->upstream];
+	const struct sockaddr_storage *ss = &fw->conf.upstream[t->upstream];
+	uint8_t q[MSG_KEY_MAX + 32];
+	size_t qlen = fwd_query_wire(fq, t->id, t->plain, q, sizeof q);
 
-	fq->fd = socket(ss->ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fq->fd == -1)
+	t->fd = socket(ss->ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (t->fd == -1)
 		return -1;
-	if (connect(fq->fd, (const struct sockaddr *)ss, fw->conf.upstream_len[fq->upstream]) ==
-	        -1 ||
-	    send(fq->fd, fq->query, fq->query_len, 0) != (ssize_t)fq->query_len) {
-		close(fq->fd);
-		fq->fd = -1;
+	if (qlen == 0 ||
+	    connect(t->fd, (const struct sockaddr *)ss, fw->conf.upstream_len[t->upstream]) == -1 ||
+	    send(t->fd, q, qlen, 0) != (ssize_t)qlen) {
+		close(t->fd);
+		t->fd = -1;
 		return -1;
 	}
+	t->t_sent = fwd_now_us();
 	return 0;
 }
 
 /*
- * One try at the current upstream, with a new id and socket. A socket
- * that cannot be opened or sent on fails the try through an immediate
- * timeout, so that outcomes always arrive from the event loop.
+ * Start a try, unless the question has had all it may: then it waits for
+ * the tries still listening, until the deadline.
  */
 static void
 fwd_try(struct fwd_query *fq)
 {
 	struct forward *fw = fq->fw;
+	uint64_t now = time_mono_ms();
+	size_t i;
 
-	fwd_close_try(fq);
-	if (fq->tries >= 2 * fw->conf.nupstream || time_mono_ms() >= fq->deadline) {
-		fwd_finish(fq, NULL, fq->tries == 0 ? "no upstream" : "no upstream answered");
+	if (fq->tries >= 2 * fw->conf.nupstream || now >= fq->deadline) {
+		for (i = 0; i < FWD_OPEN_MAX; i++)
+			if (fq->open[i].fd != -1)
+				break;
+		if (i == FWD_OPEN_MAX && fq->tcp == NULL) {
+			fwd_finish(fq, NULL,
+			           fq->tries == 0 ? "no upstream" : "no upstream answered");
+			return;
+		}
+		fq->last = -1;
+		fwd_arm(fq, now < fq->deadline ? fq->deadline - now : 0, NULL);
 		return;
 	}
 	fq->tries++;
 	fwd_attempt(fq);
 }
 
-/* Send the question to the current upstream and arm the try's timeout. */
+/*
+ * Send the question to the current upstream in a free slot (or the
+ * oldest try's) and arm the timer for that upstream's timeout. A socket
+ * that cannot be opened or sent on fails the try through an immediate
+ * timeout, so that outcomes always arrive from the event loop.
+ */
 static void
 fwd_attempt(struct fwd_query *fq)
 {
 	struct forward *fw = fq->fw;
+	struct fwd_try *t = NULL;
 	uint64_t now = time_mono_ms(), left;
+	size_t i;
+
+	for (i = 0; i < FWD_OPEN_MAX; i++) {
+		if (fq->open[i].fd == -1 && fq->open[i].ev == NULL) {
+			t = &fq->open[i];
+			break;
+		}
+		if (t == NULL || fq->open[i].t_sent < t->t_sent)
+			t = &fq->open[i];
+	}
+	fwd_close_try(t);
+	t->fq = fq;
+	t->upstream = (uint8_t)fq->upstream;
+	t->plain = (fq->plain >> fq->upstream) & 1;
+	t->id = forward_random16(fw);
+	fq->last = (int)(t - fq->open);
+	left = now < fq->deadline ? fq->deadline - now : 0;
+	if (left > fw->rtt[t->upstream].rto)
+		left = fw->rtt[t->upstream].rto;
+	if (fwd_send(fq, t) == -1) {
+		fwd_arm(fq, 0, "send failed");
+		return;
+	}
+	t->ev = event_new(fw->base, t->fd, EV_READ | EV_PERSIST, fwd_read_cb, t);
+	event_add(t->ev, NULL);
+	fwd_arm(fq, left, "timeout");
+}
+
+/* The 0x20 spelling of a question: each letter of the name upper or lower at random. */
+static void
+fwd_mix(struct forward *fw, struct fwd_query *fq)
+{
 	uint8_t rnd[(MSG_NAME_MAX + 1) / 8]; /* a bit for every byte a name may have */
-	struct timeval tv;
 	size_t i, letters = 0;
 	uint16_t v;
 
-	fq->id = forward_random16(fw);
-	fq->query_len = msg_build_query(fq->key, fq->key_len, fq->id, fq->query, sizeof fq->query);
-	if (!(fq->plain & (1u << fq->upstream))) {
-		for (i = 0; i + 4 < fq->key_len; i++)
-			letters += fq->key[i] >= 'a' && fq->key[i] <= 'z';
-		for (i = 0; i < (letters + 7) / 8 && i < sizeof rnd; i += 2) {
-			v = forward_random16(fw);
-			memcpy(rnd + i, &v, i + 1 < sizeof rnd ? 2 : 1);
-		}
-		msg_name_mix(fq->query + MSG_QUERY_HDR, fq->key_len - 4, rnd, (letters + 7) / 8);
+	memcpy(fq->mixed, fq->key, fq->key_len);
+	for (i = 0; i + 4 < fq->key_len; i++)
+		letters += fq->key[i] >= 'a' && fq->key[i] <= 'z';
+	for (i = 0; i < (letters + 7) / 8 && i < sizeof rnd; i += 2) {
+		v = forward_random16(fw);
+		memcpy(rnd + i, &v, i + 1 < sizeof rnd ? 2 : 1);
 	}
-	left = now < fq->deadline ? fq->deadline - now : 0;
-	if (left > fw->conf.attempt_ms)
-		left = fw->conf.attempt_ms;
-	if (fwd_send(fq) == -1)
-		left = 0;
-	tv.tv_sec = (time_t)(left / 1000);
-	tv.tv_usec = (suseconds_t)(left % 1000) * 1000;
-	fq->ev =
-	    event_new(fw->base, fq->fd, fq->fd == -1 ? 0 : EV_READ | EV_PERSIST, fwd_read_cb, fq);
-	event_add(fq->ev, &tv);
+	msg_name_mix(fq->mixed, fq->key_len - 4, rnd, (letters + 7) / 8);
 }
 
 /*
@@ -396,6 +629,7 @@ forward_join(struct forward *fw, const uint8_t *key, size_t key_len, struct reso
 {
 	uint64_t h = fwd_hash(fw, key, key_len);
 	struct fwd_query *fq, **bucket = &fw->buckets[h & (FWD_BUCKETS - 1)];
+	size_t i;
 
 	/* Identical queries cost no upstream traffic, but each holds memory. */
 	if (fw->nwaiters >= fw->conf.max_waiters)
@@ -405,14 +639,18 @@ forward_join(struct forward *fw, const uint8_t *key, size_t key_len, struct reso
 			break;
 	if (fq == NULL) {
 		if (fw->npending >= fw->conf.max_pending || fw->conf.nupstream == 0 ||
-		    key_len > sizeof fq->key)
+		    key_len > sizeof fq->key || key_len < 5)
 			return -1;
 		fq = xcalloc(1, sizeof *fq);
 		fq->fw = fw;
 		fq->hash = h;
 		memcpy(fq->key, key, key_len);
 		fq->key_len = key_len;
-		fq->fd = -1;
+		fwd_mix(fw, fq);
+		fq->last = -1;
+		for (i = 0; i < FWD_OPEN_MAX; i++)
+			fq->open[i].fd = -1;
+		fq->timer = evtimer_new(fw->base, fwd_timer_cb, fq);
 		TAILQ_INIT(&fq->waiters);
 		fq->upstream = fw->pref % fw->conf.nupstream;
 		fq->deadline = time_mono_ms() + fw->conf.deadline_ms;
@@ -454,8 +692,7 @@ forward_free(struct forward *fw)
 				forward_detach(w);
 				resolver_waiter_free(w);
 			}
-			fwd_close_try(fq);
-			free(fq);
+			fwd_query_free(fq);
 		}
 	}
 	free(fw);

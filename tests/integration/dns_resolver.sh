@@ -101,7 +101,10 @@ for i in $(seq 1 20); do
 	fi
 done
 expect_eq "$wait_jobs" 20 "coalescing: every client got the answer"
-expect_eq "$(stub_count slow.example.test 1)" 1 "coalescing: one upstream question"
+# One question: its first try, and the retransmission that follows once the
+# measured timeout (a few hundred ms here) passes without an answer.
+N=$(stub_count slow.example.test 1)
+if [ "$N" -ge 1 ] && [ "$N" -le 2 ]; then ok; else bad "coalescing: $N upstream queries, want 1 or 2"; fi
 
 # --- truncation: a large answer is cut over UDP, complete over TCP ---
 dq +ignore +noedns big.example.test TXT

@@ -9,6 +9,8 @@ port to --port-file once both sockets are bound. Zone lines:
                             HTTPS (VALUE: the RDATA in hex)
     NAME DELAY MS           answer NAME only after MS milliseconds
     NAME DROP               never answer NAME
+    NAME DROPFIRST          leave the first query for NAME unanswered
+    NAME ONCE               answer only the first query for NAME
     NAME SERVFAIL           answer NAME with SERVFAIL
 
 Names are absolute without the final dot; "@" means the zone apex
@@ -70,6 +72,9 @@ class Zone:
         self.rr = {}  # name -> [(type, ttl, rdata)]
         self.delay = {}
         self.drop = set()
+        self.dropfirst = set()
+        self.once = set()
+        self.seen = {}  # name -> queries so far
         self.servfail = set()
         self.soa_min = 30
         with open(path) as f:
@@ -84,6 +89,10 @@ class Zone:
                     self.delay[name] = int(parts[2]) / 1000.0
                 elif kind == "DROP":
                     self.drop.add(name)
+                elif kind == "DROPFIRST":
+                    self.dropfirst.add(name)
+                elif kind == "ONCE":
+                    self.once.add(name)
                 elif kind == "SERVFAIL":
                     self.servfail.add(name)
                 else:
@@ -168,7 +177,10 @@ def respond(zone, msg, limit, log, proto, lock, case="echo"):
         log.write(json.dumps({"name": name, "wire": wire_name(msg, 12), "type": qtype,
                               "proto": proto}) + "\n")
         log.flush()
+        zone.seen[name] = nth = zone.seen.get(name, 0) + 1
     if name in zone.drop:
+        return None
+    if (name in zone.dropfirst and nth == 1) or (name in zone.once and nth > 1):
         return None
     if name in zone.delay:
         time.sleep(zone.delay[name])

@@ -6,7 +6,8 @@
 # a blocked name refused by the proxy too; the built-in DoH list in the
 # proxy and in policyctl explain, by name and by address literal (CONNECT
 # 1.1.1.1:443 refused, no connection made); SIGHUP swapping the policy the resolver
-# applies.
+# applies; a lost datagram asked again after the upstream's measured timeout, and
+# a slow answer to an earlier try still taken after the retransmission.
 
 . "$SRC_DIR/tests/integration/dns/lib.sh"
 
@@ -108,5 +109,29 @@ dq www.example.test A
 expect_eq "$(dq_status)" NXDOMAIN "after reload: the cached name is blocked"
 stop_egressd
 expect_eq "$EXIT_RC" 0 "egressd exits 0 on SIGTERM"
+
+# --- retransmission after the measured timeout, earlier tries still heard ---
+# One answered question gives the upstream a round-trip time of about a
+# millisecond, so its timeout drops from the 1500 ms a new upstream starts
+# with to the 100 ms floor.
+write_dns_policy "$P" practical
+start_resolver --config "$P" --upstream-dns "127.0.0.1:$LIVE" || exit 1
+dq www.example.test A
+expect_eq "$(dq_answers A)" 198.18.0.10 "retransmission: the upstream answers"
+# The first datagram for lossy is lost: asked again after the measured
+# timeout, not after the 1500 ms a try takes when nothing was measured.
+T0=$(now_ms)
+dq lossy.example.test A
+T1=$(now_ms)
+expect_eq "$(dq_answers A)" 198.18.0.17 "a lost datagram: answered by the retransmission"
+expect_eq "$(stub_count lossy.example.test 1)" 2 "a lost datagram: asked twice"
+if [ $((T1 - T0)) -lt 1000 ]; then ok; else bad "lost datagram: answered after $((T1 - T0)) ms"; fi
+# late answers its first query only, after 600 ms: the retransmission sent
+# meanwhile gets nothing, and the first try's socket still takes the answer.
+dq late.example.test A
+expect_eq "$(dq_status)" NOERROR "a slow answer to an earlier try: taken"
+expect_eq "$(dq_answers A)" 198.18.0.18 "a slow answer to an earlier try: its address"
+expect_eq "$(stub_count late.example.test 1)" 2 "a slow answer: the question was sent again meanwhile"
+stop_egressd
 
 finish

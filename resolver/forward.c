@@ -349,6 +349,30 @@ fwd_case_changed(struct fwd_query *fq, unsigned u)
 	return 0;
 }
 
+/*
+ * The answer to the try in slot t had the question in another case. The
+ * try ends; the upstream is asked again without 0x20 unless that was done
+ * already, when the question goes on to the next upstream if t was the
+ * newest try.
+ */
+static void
+fwd_case_failed(struct fwd_query *fq, struct fwd_try *t)
+{
+	unsigned u = t->upstream;
+	int newest = fq->last == (int)(t - fq->open);
+
+	fwd_close_try(t);
+	if (newest)
+		fq->last = -1;
+	if (fwd_case_changed(fq, u) == 0)
+		return;
+	log_debug("dns upstream: datagram ignored: %s", msg_err_case);
+	if (newest) {
+		evtimer_del(fq->timer);
+		fwd_next(fq, u, msg_err_case);
+	}
+}
+
 /* Check a datagram or TCP message against the question as one try sent it. */
 static const char *
 fwd_check(const struct fwd_query *fq, uint16_t id, int plain, const uint8_t *p, size_t len,
@@ -467,9 +491,14 @@ fwd_read_cb(evutil_socket_t fd, short what, void *arg)
 			return;
 		}
 		if ((err = fwd_check(fq, t->id, t->plain, fq->fw->buf, (size_t)n, &pkt)) != NULL) {
-			/* This try keeps listening: its true answer may come yet. */
-			if (err == msg_err_case && fwd_case_changed(fq, t->upstream) == 0)
+			/*
+			 * A try spelt in mixed case ends at a wrong spelling: a forger
+			 * who hit its id and port gets no second guess at the case.
+			 */
+			if (err == msg_err_case && !t->plain) {
+				fwd_case_failed(fq, t);
 				return;
+			}
 			log_debug("dns upstream: datagram ignored: %s", err);
 			continue;
 		}

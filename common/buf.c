@@ -31,9 +31,9 @@ buf_reset(struct buf *b)
 		b->data[0] = '\0';
 }
 
-/* Make room for at least n more bytes plus the terminating NUL. */
+/* The slow side of buf_reserve: make room for n more bytes and the NUL. */
 void
-buf_reserve(struct buf *b, size_t n)
+buf_grow(struct buf *b, size_t n)
 {
 	size_t want, cap;
 
@@ -48,22 +48,6 @@ buf_reserve(struct buf *b, size_t n)
 	b->data = xreallocarray(b->data, 1, cap);
 	b->cap = cap;
 	b->data[b->len] = '\0';
-}
-
-void
-buf_add(struct buf *b, const void *p, size_t n)
-{
-	buf_reserve(b, n);
-	if (n > 0)
-		memcpy(b->data + b->len, p, n);
-	b->len += n;
-	b->data[b->len] = '\0';
-}
-
-void
-buf_addc(struct buf *b, char c)
-{
-	buf_add(b, &c, 1);
 }
 
 void

@@ -79,9 +79,33 @@ struct buf {
 void buf_init(struct buf *);
 void buf_free(struct buf *);
 void buf_reset(struct buf *);
-void buf_reserve(struct buf *, size_t);
-void buf_add(struct buf *, const void *, size_t);
-void buf_addc(struct buf *, char);
+void buf_grow(struct buf *, size_t);
+/*
+ * Room for n more bytes and the NUL. Inline: the audit line and the HTTP
+ * head are made of many short appends, nearly all of which fit.
+ */
+static inline void
+buf_reserve(struct buf *b, size_t n)
+{
+	if (n >= b->cap - b->len) /* cap > len whenever cap > 0 */
+		buf_grow(b, n);
+}
+static inline void
+buf_add(struct buf *b, const void *p, size_t n)
+{
+	buf_reserve(b, n);
+	if (n > 0)
+		memcpy(b->data + b->len, p, n);
+	b->len += n;
+	b->data[b->len] = '\0';
+}
+static inline void
+buf_addc(struct buf *b, char c)
+{
+	buf_reserve(b, 1);
+	b->data[b->len++] = c;
+	b->data[b->len] = '\0';
+}
 /* Inline so that the length of a literal is known when compiling. */
 static inline void
 buf_adds(struct buf *b, const char *s)

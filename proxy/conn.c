@@ -7,7 +7,6 @@
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -689,7 +688,6 @@ struct conn *
 conn_new(struct egressd *e, int fd, const struct sockaddr *sa)
 {
 	struct conn *c;
-	int one = 1;
 
 	c = xcalloc(1, sizeof *c);
 	c->e = e;
@@ -698,7 +696,6 @@ conn_new(struct egressd *e, int fd, const struct sockaddr *sa)
 	if (sa->sa_family == AF_INET || sa->sa_family == AF_INET6)
 		sock_text((const struct sockaddr_storage *)sa, c->client_addr,
 		          sizeof c->client_addr);
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 	c->client.bev = bufferevent_socket_new(e->base, fd, BEV_OPT_CLOSE_ON_FREE);
 	if (c->client.bev == NULL) {
 		close(fd);

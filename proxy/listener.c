@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,7 @@ struct listener {
 	struct event *retry;
 	int paused;
 	int transparent; /* redirected connections: peeked and classified */
+	int nodelay;     /* accepted sockets inherit TCP_NODELAY from the listener */
 };
 
 /* Bind a non-blocking TCP listener; -1 with err set when it cannot. */
@@ -73,6 +75,8 @@ listener_accept_cb(struct evconnlistener *lev, evutil_socket_t fd, struct sockad
 		listener_pause(l);
 		return;
 	}
+	if (!l->nodelay)
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &(int){1}, sizeof(int));
 	if (l->transparent)
 		transparent_accept(e, fd, sa);
 	else
@@ -117,6 +121,11 @@ listener_new(struct egressd *e, int fd, int transparent)
 	l = xcalloc(1, sizeof *l);
 	l->e = e;
 	l->transparent = transparent;
+	/*
+	 * Set once here, Linux copies TCP_NODELAY to every socket accepted
+	 * from this one: one system call less per connection.
+	 */
+	l->nodelay = setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &(int){1}, sizeof(int)) == 0;
 	l->lev = evconnlistener_new(e->base, listener_accept_cb, l,
 	                            LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, -1, fd);
 	if (l->lev == NULL) {

@@ -4,7 +4,7 @@
 # allowed GET with its audit event, blocked POST (403 body, X-Egress-Rule,
 # nothing at the origin), flag mode, blocklisted name (blocked before any DNS
 # query), the private-address guard with and without the 127.0.0.1 entry,
-# keep-alive reuse, chunked and close-delimited bodies both ways, HEAD,
+# TCP_NODELAY on accepted sockets, keep-alive reuse, chunked and close-delimited bodies both ways, HEAD,
 # 100-continue, pipelining, GraphQL query/mutation (bodies of any type) and
 # CONNECT port rules with the same decision from
 # policyctl explain, 502 on a refused upstream, 504 on a silent one, the
@@ -96,6 +96,10 @@ OUT=$(audit_last '.event == "http" and .method == "POST" and .host == "plain.tes
 want="$(jqf .action):$(jqf .rule):$(jqf .source)"
 run "$POLICYCTL" explain --config "$P" --json --method POST "http://plain.test:$O/echo"
 expect_eq "$(jqf .action):$(jqf .rule):$(jqf .source)" "$want" "explain = proxy for POST"
+
+# --- client sockets have TCP_NODELAY (set on the listener, inherited) ---
+run python3 "$SRC_DIR/tests/integration/nodelay.py" "$A_PID" "$A_PORT"
+expect_eq "$(jqf '"\(.sockets) \(.nodelay)"')" "1 1" "accepted client socket has TCP_NODELAY"
 
 # --- keep-alive: two requests on one client connection, one upstream ---
 run pcurl -w '%{num_connects}\n' "http://plain.test:$O/conns" "http://plain.test:$O/conns"

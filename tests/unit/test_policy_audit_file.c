@@ -445,6 +445,64 @@ test_short_write(void **state)
 	lines_free(&l);
 }
 
+/*
+ * The same in a batch: a flush torn by the file size limit leaves 25 bytes
+ * of the pending line; the next batch, made in place, starts with a
+ * newline and chains from those bytes.
+ */
+static void
+test_short_write_batched(void **state)
+{
+	const char *path = tpath("short_batch.jsonl");
+	struct audit *a;
+	struct rlimit rl;
+	struct stat st;
+	struct lines l;
+	char want[65];
+	pid_t pid;
+	int status;
+	json_t *j;
+
+	pid = fork();
+	assert_true(pid != -1);
+	if (pid == 0) {
+		int bad = 0;
+
+		signal(SIGXFSZ, SIG_IGN);
+		if ((a = audit_open(path, NULL, 0)) == NULL)
+			_exit(10);
+		write_simple(a, "one.example");
+		audit_set_batch(a, count_wakeup, NULL);
+		write_simple(a, "two.example");
+		stat(path, &st);
+		getrlimit(RLIMIT_FSIZE, &rl);
+		rl.rlim_cur = (rlim_t)(st.st_size + 25);
+		setrlimit(RLIMIT_FSIZE, &rl);
+		bad |= audit_flush(a) != -1;
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_FSIZE, &rl);
+		write_simple(a, "three.example");
+		audit_close(a);
+		_exit(bad ? 11 : 0);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+
+	read_lines(path, &l);
+	assert_int_equal(l.n, 3);
+	assert_int_equal(l.len[1], 25);
+	assert_memory_equal(l.p[1], "{\"v\":1", 6);
+	j = parse(l.p[2], l.len[2]);
+	assert_non_null(j);
+	assert_int_equal(ival(j, "seq"), 3);
+	assert_string_equal(sval(j, "host"), "three.example");
+	sha256_hex(l.p[1], 25, want);
+	assert_string_equal(sval(j, "prev"), want);
+	json_decref(j);
+	lines_free(&l);
+}
+
 #define CONC_PROCS  4
 #define CONC_EVENTS 2000
 
@@ -535,12 +593,19 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_chain_and_seq), cmocka_unit_test(test_reopen_continues),
-	    cmocka_unit_test(test_partial_tail),  cmocka_unit_test(test_tail_shapes),
-	    cmocka_unit_test(test_oversize_tail), cmocka_unit_test(test_file_mode),
-	    cmocka_unit_test(test_refused_paths), cmocka_unit_test(test_stdout_pipe),
-	    cmocka_unit_test(test_open_fd_file),  cmocka_unit_test(test_short_write),
-	    cmocka_unit_test(test_concurrent),    cmocka_unit_test(test_batch),
+	    cmocka_unit_test(test_chain_and_seq),
+	    cmocka_unit_test(test_reopen_continues),
+	    cmocka_unit_test(test_partial_tail),
+	    cmocka_unit_test(test_tail_shapes),
+	    cmocka_unit_test(test_oversize_tail),
+	    cmocka_unit_test(test_file_mode),
+	    cmocka_unit_test(test_refused_paths),
+	    cmocka_unit_test(test_stdout_pipe),
+	    cmocka_unit_test(test_open_fd_file),
+	    cmocka_unit_test(test_short_write),
+	    cmocka_unit_test(test_short_write_batched),
+	    cmocka_unit_test(test_concurrent),
+	    cmocka_unit_test(test_batch),
 	};
 
 	log_init("test_policy_audit_file", LOG_LVL_ERR);

@@ -117,6 +117,7 @@ resolver_free(struct resolver *r)
 		resolver_lookup_cancel(lk);
 	cache_free(r->cache);
 	policy_unref(r->policy);
+	free(r->verdicts);
 	free(r);
 }
 
@@ -258,6 +259,58 @@ resolver_serve(struct resolver *r, const struct msg_query *q, const struct resol
 }
 
 /*
+ * The decisions for the names asked last, in sets of two by a hash of the
+ * name: a client asks the same few names again and again, and deciding
+ * one (the lists, the DoH list, the reason's text) costs more than the
+ * lookup. A slot holds for the policy generation it was made under only.
+ * The table is allocated with the first query; its pages fill as names
+ * come.
+ */
+#define RESOLVER_VERDICT_SETS 512 /* a power of two */
+struct resolver_verdict {
+	uint64_t gen; /* 0: empty */
+	char name[MSG_NAME_MAX + 1];
+	struct decision d;
+};
+struct resolver_verdicts {
+	struct resolver_verdict way[RESOLVER_VERDICT_SETS][2];
+	uint8_t last[RESOLVER_VERDICT_SETS]; /* the way used last in each set */
+};
+
+/* The policy's decision for name (lowercase text), as answer_decide makes it. */
+static const struct decision *
+resolver_decide(struct resolver *r, const char *name)
+{
+	struct resolver_verdict *v;
+	uint32_t h = 2166136261u;
+	size_t n, set;
+	int i;
+
+	for (n = 0; name[n] != '\0'; n++)
+		h = (h ^ (unsigned char)name[n]) * 16777619u;
+	if (r->verdicts == NULL)
+		r->verdicts = xcalloc(1, sizeof *r->verdicts);
+	set = (h ^ h >> 16) & (RESOLVER_VERDICT_SETS - 1);
+	for (i = 0; i < 2; i++) {
+		v = &r->verdicts->way[set][i];
+		if (v->gen == r->gen && n < sizeof v->name && memcmp(v->name, name, n + 1) == 0) {
+			r->verdicts->last[set] = (uint8_t)i;
+			return &v->d;
+		}
+	}
+	i = !r->verdicts->last[set];
+	r->verdicts->last[set] = (uint8_t)i;
+	v = &r->verdicts->way[set][i];
+	v->gen = 0;
+	(void)answer_decide(r->policy, name, &v->d);
+	if (n < sizeof v->name) {
+		memcpy(v->name, name, n + 1);
+		v->gen = r->gen;
+	}
+	return &v->d;
+}
+
+/*
  * A client's query, from the wire to its answer: malformed ones get FORMERR
  * (or nothing, when not even a header came), blocked names an NXDOMAIN
  * with the rule, cached answers go back at once, the rest wait upstream.
@@ -268,7 +321,7 @@ resolver_query(struct resolver *r, const uint8_t *p, size_t len, struct resolver
 	struct resolver_waiter *w;
 	struct cache_entry *e;
 	struct msg_query q;
-	struct decision d;
+	const struct decision *d;
 	const char *err;
 	uint64_t now;
 	int rcode;
@@ -281,13 +334,14 @@ resolver_query(struct resolver *r, const uint8_t *p, size_t len, struct resolver
 		resolver_audit(r, &q, c, NULL, (unsigned)rcode, 0, err);
 		return;
 	}
-	if (answer_decide(r->policy, q.name, &d)) {
-		resolver_reply_blocked(r, &q, c, &d);
+	d = resolver_decide(r, q.name);
+	if (d->action == ACTION_BLOCK) {
+		resolver_reply_blocked(r, &q, c, d);
 		return;
 	}
 	now = time_mono_ms();
 	if ((e = cache_get(r->cache, q.key, q.key_len, now)) != NULL) {
-		resolver_serve(r, &q, c, e, &d, 1, now);
+		resolver_serve(r, &q, c, e, d, 1, now);
 		return;
 	}
 	w = xcalloc(1, sizeof *w);
@@ -299,7 +353,7 @@ resolver_query(struct resolver *r, const uint8_t *p, size_t len, struct resolver
 		free(w);
 		resolver_reply_simple(r, &q, c, MSG_SERVFAIL, MSG_EDE_NETWORK,
 		                      "too many questions in flight");
-		resolver_audit(r, &q, c, &d, MSG_SERVFAIL, 0, "too many questions in flight");
+		resolver_audit(r, &q, c, d, MSG_SERVFAIL, 0, "too many questions in flight");
 		return;
 	}
 	listen_hold(w);

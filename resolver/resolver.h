@@ -238,8 +238,9 @@ struct resolver {
 	struct audit *audit;
 	struct cache *cache;
 	struct forward *fwd;
-	struct listen *lst[2];        /* IPv4 and IPv6 listeners */
-	struct resolver_lookups done; /* lookups whose callback is due */
+	struct listen *lst[2];              /* IPv4 and IPv6 listeners */
+	struct resolver_lookups done;       /* lookups whose callback is due */
+	struct resolver_verdicts *verdicts; /* recent names' decisions (resolver.c) */
 	uint8_t scratch[MSG_MAX + 2];
 };
 void resolver_query(struct resolver *, const uint8_t *, size_t, struct resolver_client *);

@@ -259,12 +259,14 @@ resolver_serve(struct resolver *r, const struct msg_query *q, const struct resol
 }
 
 /*
- * The decisions for the names asked last, in sets of two by a hash of the
- * name: a client asks the same few names again and again, and deciding
- * one (the lists, the DoH list, the reason's text) costs more than the
- * lookup. A slot holds for the policy generation it was made under only.
- * The table is allocated with the first query; its pages fill as names
- * come.
+ * The decisions for the names asked again, in sets of two by a hash of the
+ * name: a client asks the same few names again and again, and deciding one
+ * (the lists, the DoH list, the reason's text) costs more than the lookup.
+ * A name is kept from its second miss on (each set remembers the hashes of
+ * the last two names it missed), so that a stream of names asked once
+ * each does not spend its time replacing slots. A slot holds for the
+ * policy generation it was made under only. The table is allocated with
+ * the first query; its pages fill as names come.
  */
 #define RESOLVER_VERDICT_SETS 512 /* a power of two */
 struct resolver_verdict {
@@ -274,13 +276,19 @@ struct resolver_verdict {
 };
 struct resolver_verdicts {
 	struct resolver_verdict way[RESOLVER_VERDICT_SETS][2];
-	uint8_t last[RESOLVER_VERDICT_SETS]; /* the way used last in each set */
+	uint32_t missed[RESOLVER_VERDICT_SETS][2]; /* hashes of names that missed */
+	uint8_t last[RESOLVER_VERDICT_SETS];       /* the way used last */
+	uint8_t next[RESOLVER_VERDICT_SETS];       /* the missed slot to write next */
 };
 
-/* The policy's decision for name (lowercase text), as answer_decide makes it. */
+/*
+ * The policy's decision for name (lowercase text), as answer_decide makes
+ * it: a kept one, or one made into *scratch.
+ */
 static const struct decision *
-resolver_decide(struct resolver *r, const char *name)
+resolver_decide(struct resolver *r, const char *name, struct decision *scratch)
 {
+	struct resolver_verdicts *vs;
 	struct resolver_verdict *v;
 	uint32_t h = 2166136261u;
 	size_t n, set;
@@ -290,23 +298,27 @@ resolver_decide(struct resolver *r, const char *name)
 		h = (h ^ (unsigned char)name[n]) * 16777619u;
 	if (r->verdicts == NULL)
 		r->verdicts = xcalloc(1, sizeof *r->verdicts);
+	vs = r->verdicts;
 	set = (h ^ h >> 16) & (RESOLVER_VERDICT_SETS - 1);
 	for (i = 0; i < 2; i++) {
-		v = &r->verdicts->way[set][i];
+		v = &vs->way[set][i];
 		if (v->gen == r->gen && n < sizeof v->name && memcmp(v->name, name, n + 1) == 0) {
-			r->verdicts->last[set] = (uint8_t)i;
+			vs->last[set] = (uint8_t)i;
 			return &v->d;
 		}
 	}
-	i = !r->verdicts->last[set];
-	r->verdicts->last[set] = (uint8_t)i;
-	v = &r->verdicts->way[set][i];
-	v->gen = 0;
-	(void)answer_decide(r->policy, name, &v->d);
-	if (n < sizeof v->name) {
-		memcpy(v->name, name, n + 1);
-		v->gen = r->gen;
+	if (n >= sizeof v->name || (vs->missed[set][0] != h && vs->missed[set][1] != h)) {
+		vs->missed[set][vs->next[set]] = h;
+		vs->next[set] ^= 1;
+		(void)answer_decide(r->policy, name, scratch);
+		return scratch;
 	}
+	i = !vs->last[set];
+	vs->last[set] = (uint8_t)i;
+	v = &vs->way[set][i];
+	(void)answer_decide(r->policy, name, &v->d);
+	memcpy(v->name, name, n + 1);
+	v->gen = r->gen;
 	return &v->d;
 }
 
@@ -321,6 +333,7 @@ resolver_query(struct resolver *r, const uint8_t *p, size_t len, struct resolver
 	struct resolver_waiter *w;
 	struct cache_entry *e;
 	struct msg_query q;
+	struct decision scratch;
 	const struct decision *d;
 	const char *err;
 	uint64_t now;
@@ -334,7 +347,7 @@ resolver_query(struct resolver *r, const uint8_t *p, size_t len, struct resolver
 		resolver_audit(r, &q, c, NULL, (unsigned)rcode, 0, err);
 		return;
 	}
-	d = resolver_decide(r, q.name);
+	d = resolver_decide(r, q.name, &scratch);
 	if (d->action == ACTION_BLOCK) {
 		resolver_reply_blocked(r, &q, c, d);
 		return;

@@ -128,6 +128,7 @@ int http_token(const char *, size_t);
 /* timeutil.c */
 void time_rfc3339_ms(const struct timespec *, char[32]);
 uint64_t time_mono_ms(void);
+uint64_t time_mono_us(void);
 
 /* sock.c */
 const char *sock_parse(const char *, int, struct sockaddr_storage *, socklen_t *);

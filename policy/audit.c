@@ -124,6 +124,15 @@ audit_hash_end(struct audit *a)
 	a->prev[AUDIT_HASH_HEX] = '\0';
 }
 
+/* The chain moves on past one line (or the bytes of it that landed). */
+static void
+audit_hash_line(struct audit *a, const char *p, size_t len)
+{
+	audit_hash_begin(a);
+	audit_hash_update(a, p, len);
+	audit_hash_end(a);
+}
+
 /* Read exactly n bytes at off; -1 with errno 0 when the file is shorter. */
 static int
 audit_pread(int fd, char *p, size_t n, off_t off)
@@ -606,9 +615,7 @@ audit_put(struct audit *a, const char *data, size_t len, size_t last_start)
 	if (n > 0 && data[n - 1] != '\n')
 		a->flags |= AUDIT_F_TORN;
 	if ((size_t)n > last_start) {
-		audit_hash_begin(a);
-		audit_hash_update(a, data + last_start, (size_t)n - last_start);
-		audit_hash_end(a);
+		audit_hash_line(a, data + last_start, (size_t)n - last_start);
 	}
 	return -1;
 }
@@ -633,35 +640,26 @@ audit_write(struct audit *a, const struct audit_event *ev)
 		return -1;
 	}
 	a->seq++;
-	if (a->wakeup != NULL) {
-		/* Batched: the line is made in place, after the pending ones. */
+	/* Batched, the line is made in place after the pending ones. */
+	if (a->wakeup != NULL)
 		b = &a->pending;
-		first = b->len == 0;
-		if ((a->flags & AUDIT_F_TORN) && first)
-			buf_addc(b, '\n');
-		start = b->len;
-		audit_build(a, b, ev);
-		end = b->len;
-		buf_addc(b, '\n');
-		audit_hash_begin(a);
-		audit_hash_update(a, b->data + start, end - start);
-		audit_hash_end(a);
-		if (first)
-			a->wakeup(a->wakeup_arg);
-		return b->len > AUDIT_BATCH_MAX ? audit_flush(a) : 0;
-	}
-	buf_reset(b);
-	if (a->flags & AUDIT_F_TORN)
+	else
+		buf_reset(b);
+	first = b->len == 0;
+	if ((a->flags & AUDIT_F_TORN) && first)
 		buf_addc(b, '\n');
 	start = b->len;
 	audit_build(a, b, ev);
 	end = b->len;
 	buf_addc(b, '\n');
-	if ((rc = audit_put(a, b->data, b->len, start)) == 0) {
-		audit_hash_begin(a);
-		audit_hash_update(a, b->data + start, end - start);
-		audit_hash_end(a);
+	if (a->wakeup != NULL) {
+		audit_hash_line(a, b->data + start, end - start);
+		if (first)
+			a->wakeup(a->wakeup_arg);
+		return b->len > AUDIT_BATCH_MAX ? audit_flush(a) : 0;
 	}
+	if ((rc = audit_put(a, b->data, b->len, start)) == 0)
+		audit_hash_line(a, b->data + start, end - start);
 	return rc;
 }
 

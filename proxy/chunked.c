@@ -29,12 +29,6 @@ enum chunked_state {
 	CH_FAILED,
 };
 
-static int
-chunked_tchar(unsigned char c)
-{
-	return http_tchar(c);
-}
-
 void
 chunked_init(struct chunked *dec, const struct http_limits *lim)
 {
@@ -119,7 +113,7 @@ chunked_trailer_byte(struct chunked *dec, unsigned char c)
 			dec->state = CH_END_LF;
 			return CHUNKED_MORE;
 		}
-		if (!chunked_tchar(c))
+		if (!http_tchar(c))
 			return chunked_fail(dec, "invalid trailer field");
 		if (++dec->trailers > dec->max_trailers)
 			return chunked_fail(dec, "too many trailer fields");
@@ -128,7 +122,7 @@ chunked_trailer_byte(struct chunked *dec, unsigned char c)
 	case CH_NAME:
 		if (c == ':')
 			dec->state = CH_VALUE;
-		else if (!chunked_tchar(c))
+		else if (!http_tchar(c))
 			return chunked_fail(dec, "invalid trailer field");
 		return CHUNKED_MORE;
 	case CH_VALUE:

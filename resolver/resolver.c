@@ -282,11 +282,11 @@ struct resolver_verdicts {
 };
 
 /*
- * The policy's decision for name (lowercase text), as answer_decide makes
- * it: a kept one, or one made into *scratch.
+ * The policy's decision for name (lowercase text, a msg_query's: it fits a
+ * slot), as answer_decide makes it: a kept one, or one made into *scratch.
  */
 static const struct decision *
-resolver_decide(struct resolver *r, const char *name, struct decision *scratch)
+resolver_decide(struct resolver *r, const char name[MSG_NAME_MAX + 1], struct decision *scratch)
 {
 	struct resolver_verdicts *vs;
 	struct resolver_verdict *v;
@@ -294,7 +294,7 @@ resolver_decide(struct resolver *r, const char *name, struct decision *scratch)
 	size_t n, set;
 	int i;
 
-	for (n = 0; name[n] != '\0'; n++)
+	for (n = 0; n < MSG_NAME_MAX && name[n] != '\0'; n++)
 		h = (h ^ (unsigned char)name[n]) * 16777619u;
 	if (r->verdicts == NULL)
 		r->verdicts = xcalloc(1, sizeof *r->verdicts);
@@ -302,12 +302,12 @@ resolver_decide(struct resolver *r, const char *name, struct decision *scratch)
 	set = (h ^ h >> 16) & (RESOLVER_VERDICT_SETS - 1);
 	for (i = 0; i < 2; i++) {
 		v = &vs->way[set][i];
-		if (v->gen == r->gen && n < sizeof v->name && memcmp(v->name, name, n + 1) == 0) {
+		if (v->gen == r->gen && memcmp(v->name, name, n + 1) == 0) {
 			vs->last[set] = (uint8_t)i;
 			return &v->d;
 		}
 	}
-	if (n >= sizeof v->name || (vs->missed[set][0] != h && vs->missed[set][1] != h)) {
+	if (vs->missed[set][0] != h && vs->missed[set][1] != h) {
 		vs->missed[set][vs->next[set]] = h;
 		vs->next[set] ^= 1;
 		(void)answer_decide(r->policy, name, scratch);

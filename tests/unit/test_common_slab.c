@@ -21,18 +21,22 @@
 #include <cmocka.h>
 
 #include "common.h"
+#include "test_rng.h"
 
 #define OBJ 2320 /* about a proxy exchange */
 
-static uint64_t rng = 0x9e3779b97f4a7c15ull;
-
-static uint64_t
-next(void)
+/* A new slab of OBJ-sized objects with n of them allocated, in the returned array. */
+static void **
+burst(struct slab *s, size_t n)
 {
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
+	void **o = calloc(n, sizeof *o);
+	size_t i;
+
+	assert_non_null(o);
+	slab_init(s, OBJ);
+	for (i = 0; i < n; i++)
+		o[i] = slab_alloc(s);
+	return o;
 }
 
 static int
@@ -124,15 +128,11 @@ test_burst_given_back(void **state)
 	void *t;
 
 	(void)state;
-	o = calloc(n, sizeof *o);
-	assert_non_null(o);
-	slab_init(&s, OBJ);
-	for (i = 0; i < n; i++)
-		o[i] = slab_alloc(&s);
+	o = burst(&s, n);
 	peak = s.nchunks;
 	assert_true(peak >= n / s.per_chunk);
 	for (i = n - 1; i > 0; i--) {
-		j = (size_t)(next() % (i + 1));
+		j = (size_t)(test_rng() % (i + 1));
 		t = o[i];
 		o[i] = o[j];
 		o[j] = t;
@@ -177,11 +177,7 @@ test_survivors_pin_only_their_chunks(void **state)
 	size_t i, n = 5000, kept = 0;
 
 	(void)state;
-	o = calloc(n, sizeof *o);
-	assert_non_null(o);
-	slab_init(&s, OBJ);
-	for (i = 0; i < n; i++)
-		o[i] = slab_alloc(&s);
+	o = burst(&s, n);
 	for (i = 0; i < n; i++) {
 		if (i % 500 == 0) {
 			kept++;

@@ -18,17 +18,7 @@
 #include <cmocka.h>
 
 #include "common.h"
-
-static uint64_t rng = 0x2545f4914f6cdd1dull;
-
-static uint64_t
-next(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
-}
+#include "test_rng.h"
 
 static void
 reference(const struct sockaddr_storage *ss, char *out, size_t len)
@@ -63,7 +53,7 @@ test_as_inet_ntop(void **state)
 	(void)state;
 	for (i = 0; i < 20000; i++) {
 		memset(&ss, 0, sizeof ss);
-		x = next();
+		x = test_rng();
 		if (i % 2 == 0) {
 			sin->sin_family = AF_INET;
 			sin->sin_addr.s_addr = htonl((uint32_t)x);
@@ -76,7 +66,7 @@ test_as_inet_ntop(void **state)
 			sin6->sin6_family = AF_INET6;
 			for (k = 0; k < 16; k++)
 				sin6->sin6_addr.s6_addr[k] =
-				    (uint8_t)(next() & (k < 10 && i % 6 == 1 ? 0 : 0xff));
+				    (uint8_t)(test_rng() & (k < 10 && i % 6 == 1 ? 0 : 0xff));
 			sin6->sin6_port = htons((uint16_t)x);
 		}
 		reference(&ss, want, sizeof want);

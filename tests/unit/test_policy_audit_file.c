@@ -367,17 +367,40 @@ test_open_fd_file(void **state)
  * after a newline and chains from them. A write that writes nothing leaves
  * the chain as it was. Runs in a child so the limit stays there.
  */
+/* Let path grow by room more bytes (the file size limit); no limit when room < 0. */
+static void
+file_room(const char *path, off_t room)
+{
+	struct rlimit rl;
+	struct stat st;
+
+	getrlimit(RLIMIT_FSIZE, &rl);
+	if (room < 0) {
+		rl.rlim_cur = rl.rlim_max;
+	} else {
+		stat(path, &st);
+		rl.rlim_cur = (rlim_t)(st.st_size + room);
+	}
+	setrlimit(RLIMIT_FSIZE, &rl);
+}
+
+/* The child pid exited with 0. */
+static void
+child_ok(pid_t pid)
+{
+	int status;
+
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 static int
 limited_write(struct audit *a, const char *path, off_t room, const char *event)
 {
 	struct audit_event ev;
-	struct rlimit rl;
-	struct stat st;
 
-	stat(path, &st);
-	getrlimit(RLIMIT_FSIZE, &rl);
-	rl.rlim_cur = (rlim_t)(st.st_size + room);
-	setrlimit(RLIMIT_FSIZE, &rl);
+	file_room(path, room);
 	audit_event_init(&ev);
 	ev.event = event;
 	return audit_write(a, &ev);
@@ -393,11 +416,9 @@ test_short_write(void **state)
 {
 	const char *path = tpath("short.jsonl");
 	struct audit *a;
-	struct rlimit rl;
 	struct lines l;
 	char want[65];
 	pid_t pid;
-	int status;
 	json_t *j;
 
 	pid = fork();
@@ -417,16 +438,12 @@ test_short_write(void **state)
 		bad |= limited_write(a, path, 30, "tls") != -1;
 		/* seq 5: only the "\n" lands, which ends the torn line. */
 		bad |= limited_write(a, path, 1, "connect") != -1;
-		getrlimit(RLIMIT_FSIZE, &rl);
-		rl.rlim_cur = rl.rlim_max;
-		setrlimit(RLIMIT_FSIZE, &rl);
+		file_room(path, -1);
 		write_simple(a, "six.example");
 		audit_close(a);
 		_exit(bad ? 11 : 0);
 	}
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-	assert_true(WIFEXITED(status));
-	assert_int_equal(WEXITSTATUS(status), 0);
+	child_ok(pid);
 
 	read_lines(path, &l);
 	assert_int_equal(l.n, 4);
@@ -455,12 +472,9 @@ test_short_write_batched(void **state)
 {
 	const char *path = tpath("short_batch.jsonl");
 	struct audit *a;
-	struct rlimit rl;
-	struct stat st;
 	struct lines l;
 	char want[65];
 	pid_t pid;
-	int status;
 	json_t *j;
 
 	pid = fork();
@@ -474,20 +488,14 @@ test_short_write_batched(void **state)
 		write_simple(a, "one.example");
 		audit_set_batch(a, count_wakeup, NULL);
 		write_simple(a, "two.example");
-		stat(path, &st);
-		getrlimit(RLIMIT_FSIZE, &rl);
-		rl.rlim_cur = (rlim_t)(st.st_size + 25);
-		setrlimit(RLIMIT_FSIZE, &rl);
+		file_room(path, 25);
 		bad |= audit_flush(a) != -1;
-		rl.rlim_cur = rl.rlim_max;
-		setrlimit(RLIMIT_FSIZE, &rl);
+		file_room(path, -1);
 		write_simple(a, "three.example");
 		audit_close(a);
 		_exit(bad ? 11 : 0);
 	}
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-	assert_true(WIFEXITED(status));
-	assert_int_equal(WEXITSTATUS(status), 0);
+	child_ok(pid);
 
 	read_lines(path, &l);
 	assert_int_equal(l.n, 3);
@@ -544,7 +552,7 @@ test_concurrent(void **state)
 	pid_t pids[CONC_PROCS];
 	struct lines l;
 	struct stat st;
-	int i, id, status;
+	int i, id;
 	json_int_t seq;
 	size_t k;
 
@@ -555,11 +563,8 @@ test_concurrent(void **state)
 		if (pids[i] == 0)
 			conc_child(i);
 	}
-	for (i = 0; i < CONC_PROCS; i++) {
-		assert_int_equal(waitpid(pids[i], &status, 0), pids[i]);
-		assert_true(WIFEXITED(status));
-		assert_int_equal(WEXITSTATUS(status), 0);
-	}
+	for (i = 0; i < CONC_PROCS; i++)
+		child_ok(pids[i]);
 	assert_int_equal(stat(tpath("conc.jsonl"), &st), 0);
 	assert_int_equal(st.st_mode & 0777, 0600);
 

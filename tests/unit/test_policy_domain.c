@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "policy.h"
+#include "test_rng.h"
 
 #define TSV_MAX_FIELDS 4
 
@@ -437,15 +438,10 @@ test_domain_odd_queries(void **state)
 	domain_set_free(NULL);
 }
 
-static uint64_t rng = 0x9e3779b97f4a7c15ull;
-
 static uint32_t
 rand32(void)
 {
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return (uint32_t)(rng >> 16);
+	return (uint32_t)(test_rng() >> 16);
 }
 
 static void

@@ -32,6 +32,7 @@
 #define FWD_BUCKETS    1024 /* a power of two */
 #define FWD_RECV_BURST 8
 #define FWD_OPEN_MAX   4   /* tries of one question listening at once */
+#define FWD_OPEN_SPARE 256 /* sockets beyond one per question, over all of them */
 #define FWD_RTO_MIN_MS 100 /* the shortest retransmission timeout */
 
 struct fwd_query;
@@ -83,6 +84,7 @@ struct forward {
 	struct resolver_conf conf;
 	struct fwd_query *buckets[FWD_BUCKETS];
 	size_t npending;
+	size_t nopen;    /* UDP sockets of tries, over all questions */
 	size_t nwaiters; /* over all questions: each holds a client's query */
 	unsigned pref;   /* the upstream that answered last */
 	unsigned warned; /* bit n: upstream n was seen changing the case */
@@ -109,15 +111,6 @@ forward_random16(struct forward *fw)
 	fw->rnd_left -= 2;
 	memcpy(&v, fw->rnd + fw->rnd_left, 2);
 	return v;
-}
-
-static uint64_t
-fwd_now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
 }
 
 /* The in-flight table holds at most max_pending entries: a seeded FNV will do. */
@@ -200,6 +193,7 @@ fwd_close_try(struct fwd_try *t)
 	if (t->fd != -1) {
 		close(t->fd);
 		t->fd = -1;
+		t->fq->fw->nopen--;
 	}
 }
 
@@ -253,6 +247,15 @@ fwd_finish(struct fwd_query *fq, ldns_pkt *pkt, const char *err)
 	fwd_query_free(fq);
 }
 
+/* Milliseconds from now to the question's deadline, 0 once it has passed. */
+static uint64_t
+fwd_left(const struct fwd_query *fq)
+{
+	uint64_t now = time_mono_ms();
+
+	return now < fq->deadline ? fq->deadline - now : 0;
+}
+
 /* Arm the question's timer for ms from now, meaning why when it fires. */
 static void
 fwd_arm(struct fwd_query *fq, uint64_t ms, const char *why)
@@ -281,11 +284,10 @@ fwd_next(struct fwd_query *fq, unsigned u, const char *why)
 	fwd_try(fq);
 }
 
-/* The try in slot t failed outright (an error, a refusal): drop it, try on. */
-static void
-fwd_try_failed(struct fwd_query *fq, struct fwd_try *t, const char *why)
+/* End the try in slot t; when it was the newest, its timeout goes too. Returns that. */
+static int
+fwd_drop_try(struct fwd_query *fq, struct fwd_try *t)
 {
-	unsigned u = t->upstream;
 	int newest = fq->last == (int)(t - fq->open);
 
 	fwd_close_try(t);
@@ -293,6 +295,16 @@ fwd_try_failed(struct fwd_query *fq, struct fwd_try *t, const char *why)
 		fq->last = -1;
 		evtimer_del(fq->timer);
 	}
+	return newest;
+}
+
+/* The try in slot t failed outright (an error, a refusal): drop it, try on. */
+static void
+fwd_try_failed(struct fwd_query *fq, struct fwd_try *t, const char *why)
+{
+	unsigned u = t->upstream;
+
+	(void)fwd_drop_try(fq, t);
 	fwd_next(fq, u, why);
 }
 
@@ -340,7 +352,7 @@ fwd_case_changed(struct fwd_query *fq, unsigned u)
 		bufferevent_free(fq->tcp);
 		fq->tcp = NULL;
 	}
-	if (time_mono_ms() >= fq->deadline) {
+	if (fwd_left(fq) == 0) {
 		fwd_finish(fq, NULL, "no upstream answered");
 		return 0;
 	}
@@ -359,18 +371,13 @@ static void
 fwd_case_failed(struct fwd_query *fq, struct fwd_try *t)
 {
 	unsigned u = t->upstream;
-	int newest = fq->last == (int)(t - fq->open);
+	int newest = fwd_drop_try(fq, t);
 
-	fwd_close_try(t);
-	if (newest)
-		fq->last = -1;
 	if (fwd_case_changed(fq, u) == 0)
 		return;
 	log_debug("dns upstream: datagram ignored: %s", msg_err_case);
-	if (newest) {
-		evtimer_del(fq->timer);
+	if (newest)
 		fwd_next(fq, u, msg_err_case);
-	}
 }
 
 /* Check a datagram or TCP message against the question as one try sent it. */
@@ -442,7 +449,6 @@ fwd_tcp(struct fwd_query *fq, struct fwd_try *t)
 	struct timeval tv = {fw->conf.attempt_ms / 1000, (fw->conf.attempt_ms % 1000) * 1000};
 	uint8_t q[MSG_KEY_MAX + 32], lenb[2];
 	size_t qlen;
-	uint64_t now = time_mono_ms();
 
 	fq->tcp_id = t->id;
 	fq->tcp_upstream = t->upstream;
@@ -451,7 +457,7 @@ fwd_tcp(struct fwd_query *fq, struct fwd_try *t)
 	qlen = fwd_query_wire(fq, fq->tcp_id, fq->tcp_plain, q, sizeof q);
 	lenb[0] = (uint8_t)(qlen >> 8);
 	lenb[1] = (uint8_t)qlen;
-	fwd_arm(fq, now < fq->deadline ? fq->deadline - now : 0, NULL);
+	fwd_arm(fq, fwd_left(fq), NULL);
 	fq->tcp = bufferevent_socket_new(fw->base, -1, BEV_OPT_CLOSE_ON_FREE);
 	if (fq->tcp == NULL) {
 		fwd_next(fq, fq->tcp_upstream, "cannot make a TCP socket");
@@ -502,7 +508,7 @@ fwd_read_cb(evutil_socket_t fd, short what, void *arg)
 			log_debug("dns upstream: datagram ignored: %s", err);
 			continue;
 		}
-		fwd_rtt_sample(fq->fw, t->upstream, fwd_now_us() - t->t_sent);
+		fwd_rtt_sample(fq->fw, t->upstream, time_mono_us() - t->t_sent);
 		if (ldns_pkt_tc(pkt)) {
 			ldns_pkt_free(pkt);
 			fwd_tcp(fq, t);
@@ -526,17 +532,13 @@ fwd_timer_cb(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	if (why == NULL || time_mono_ms() >= fq->deadline || fq->last == -1) {
+	if (why == NULL || fwd_left(fq) == 0 || fq->last == -1) {
 		fwd_finish(fq, NULL, fq->tries == 0 ? "no upstream" : "no upstream answered");
 		return;
 	}
 	u = fq->open[fq->last].upstream;
-	if (fq->open[fq->last].fd == -1) { /* never sent: nothing to wait for */
-		fwd_close_try(&fq->open[fq->last]);
-		fq->last = -1;
-	} else {
+	if (fq->open[fq->last].fd != -1) /* sent, and not answered in time */
 		fwd_rtt_timeout(fq->fw, u);
-	}
 	fwd_next(fq, u, why);
 }
 
@@ -559,7 +561,8 @@ fwd_send(struct fwd_query *fq, struct fwd_try *t)
 		t->fd = -1;
 		return -1;
 	}
-	t->t_sent = fwd_now_us();
+	t->t_sent = time_mono_us();
+	fw->nopen++;
 	return 0;
 }
 
@@ -571,10 +574,10 @@ static void
 fwd_try(struct fwd_query *fq)
 {
 	struct forward *fw = fq->fw;
-	uint64_t now = time_mono_ms();
+	uint64_t left = fwd_left(fq);
 	size_t i;
 
-	if (fq->tries >= 2 * fw->conf.nupstream || now >= fq->deadline) {
+	if (fq->tries >= 2 * fw->conf.nupstream || left == 0) {
 		for (i = 0; i < FWD_OPEN_MAX; i++)
 			if (fq->open[i].fd != -1)
 				break;
@@ -584,7 +587,7 @@ fwd_try(struct fwd_query *fq)
 			return;
 		}
 		fq->last = -1;
-		fwd_arm(fq, now < fq->deadline ? fq->deadline - now : 0, NULL);
+		fwd_arm(fq, left, NULL);
 		return;
 	}
 	fq->tries++;
@@ -601,25 +604,33 @@ static void
 fwd_attempt(struct fwd_query *fq)
 {
 	struct forward *fw = fq->fw;
-	struct fwd_try *t = NULL;
-	uint64_t now = time_mono_ms(), left;
+	struct fwd_try *t = NULL, *oldest = NULL, *o;
+	uint64_t left = fwd_left(fq);
 	size_t i;
 
+	/*
+	 * A free slot, else the oldest try's. Earlier tries keep listening
+	 * only while the sockets over all questions stay within one each and
+	 * FWD_OPEN_SPARE more: a flood of questions to a silent upstream must
+	 * not take the descriptors the proxy needs.
+	 */
 	for (i = 0; i < FWD_OPEN_MAX; i++) {
-		if (fq->open[i].fd == -1 && fq->open[i].ev == NULL) {
-			t = &fq->open[i];
-			break;
+		o = &fq->open[i];
+		if (o->fd == -1) {
+			if (t == NULL)
+				t = o;
+		} else if (oldest == NULL || o->t_sent < oldest->t_sent) {
+			oldest = o;
 		}
-		if (t == NULL || fq->open[i].t_sent < t->t_sent)
-			t = &fq->open[i];
 	}
+	if (t == NULL || (oldest != NULL && fw->nopen >= fw->npending + FWD_OPEN_SPARE))
+		t = oldest;
 	fwd_close_try(t);
 	t->fq = fq;
 	t->upstream = (uint8_t)fq->upstream;
 	t->plain = (fq->plain >> fq->upstream) & 1;
 	t->id = forward_random16(fw);
 	fq->last = (int)(t - fq->open);
-	left = now < fq->deadline ? fq->deadline - now : 0;
 	if (left > fw->rtt[t->upstream].rto)
 		left = fw->rtt[t->upstream].rto;
 	if (fwd_send(fq, t) == -1) {

@@ -7,7 +7,8 @@
 # proxy and in policyctl explain, by name and by address literal (CONNECT
 # 1.1.1.1:443 refused, no connection made); SIGHUP swapping the policy the resolver
 # applies; a lost datagram asked again after the upstream's measured timeout, and
-# a slow answer to an earlier try still taken after the retransmission.
+# a slow answer to an earlier try still taken after the retransmission, and
+# the sockets of retransmissions bounded under a flood.
 
 . "$SRC_DIR/tests/integration/dns/lib.sh"
 
@@ -26,6 +27,22 @@ T1=$(now_ms)
 expect_eq "$(dq_status)" SERVFAIL "dead upstream: SERVFAIL"
 expect_contains "$(dq_ede)" "22 (No Reachable Authority)" "dead upstream: EDE 22"
 if [ $((T1 - T0)) -le 6000 ]; then ok; else bad "SERVFAIL took $((T1 - T0)) ms"; fi
+# 600 questions to the dead upstream, each asked again after 1.5 s: earlier
+# tries keep listening only within one socket per question and 256 more,
+# so the flood cannot take the descriptors the proxy needs (1200 without).
+python3 - "$DNS_PORT" <<'EOF'
+import socket, struct, sys, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for i in range(600):
+    if i % 25 == 0:
+        time.sleep(0.005)  # paced: the datagrams must not overflow the socket
+    name = b"".join(bytes([len(l)]) + l for l in [b"flood%d" % i, b"example", b"test"])
+    s.sendto(struct.pack(">HHHHHH", i, 0x0100, 1, 0, 0, 0) + name + b"\0\0\1\0\1",
+             ("127.0.0.1", int(sys.argv[1])))
+EOF
+sleep 2.3
+N=$(find "/proc/$EG_PID/fd" -lname 'socket:*' | wc -l)
+if [ "$N" -ge 500 ] && [ "$N" -le 900 ]; then ok; else bad "flood: $N sockets open, want 500 to 900"; fi
 stop_egressd
 
 # --- failover: the first upstream is dead, the second answers ---

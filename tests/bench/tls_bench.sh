@@ -27,7 +27,7 @@ IDLE_CONNS=500
 PEERS="direct egressd squid-bump mitmproxy"
 OUT=""
 INSTALL=1
-SCENARIOS="ka64 close16 big4"
+SCENARIOS=${SCENARIOS:-"ka64 close16 big4"}
 
 usage() {
 	sed -n '19,20s/^# //p' "$0" >&2

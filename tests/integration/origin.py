@@ -244,6 +244,7 @@ class Conn:
         if self.tls_ctx is not None:
             rec["tls"] = True
             rec["sni"] = self.sni
+            rec["cipher"] = self.sock.cipher()[0]
         self.srv.record(rec)
         if target.split("?")[0] == "/ws":
             return self.websocket(hmap)
@@ -488,6 +489,8 @@ def main():
     if a.tls_port_file:
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ctx.load_cert_chain(a.tls_cert, a.tls_key)
+        # The client's order of cipher suites decides, so the log shows it.
+        ctx.options &= ~ssl.OP_CIPHER_SERVER_PREFERENCE
         ctx.set_alpn_protocols(["http/1.1"])
         ctx.sni_callback = remember_sni
         ts = socket.socket(socket.AF_INET, socket.SOCK_STREAM)

@@ -98,6 +98,8 @@ expect_eq "$OUT" "200 0" "GET https through egressd, verified against the run CA
 expect_contains "$(cat "$T/body")" "hello from origin" "response body"
 line=$(jq -c 'select(.target == "/hello" and .tls == true)' "$ORIGIN_LOG" | tail -n 1)
 expect_eq "$(printf '%s' "$line" | jq -r .sni)" origin.test "upstream TLS sends SNI"
+expect_eq "$(printf '%s' "$line" | jq -r .cipher)" TLS_AES_128_GCM_SHA256 \
+    "upstream TLS offers AES-128-GCM first (the origin takes the client's order)"
 expect_eq "$(printf '%s' "$line" | jq -r .method)" GET "origin got the GET, origin-form"
 expect_eq "$(audit_last '.event == "connect" and .host == "origin.test"' | jq -r '[.action, .tls, .status, .port] | @tsv')" \
     "allow	intercept	200	443" "CONNECT audited as intercepted"
@@ -249,6 +251,22 @@ run timeout 20 openssl s_client -proxy "127.0.0.1:$EG_PORT" -connect origin.test
 sleep 0.2
 expect_eq "$(audit_last '.event == "tls" and .rule == "sni-mismatch"' | jq -r '[.host, .sni, .action] | @tsv')" \
     "origin.test	evil.test	block" "SNI mismatch audited"
+
+# --- cipher suites towards the client ---
+# suite_with ARGS...: the suite a client offering what ARGS say is given.
+suite_with() {
+	timeout 20 openssl s_client -brief -proxy "127.0.0.1:$EG_PORT" -connect origin.test:443 \
+	    -servername origin.test -CAfile "$EGCA" "$@" </dev/null 2>&1 |
+	    sed -n 's/^\(Ciphersuite\|Cipher\) *: *//p' | head -n 1
+}
+expect_eq "$(suite_with)" TLS_AES_128_GCM_SHA256 \
+    "a client offering OpenSSL's default order (AES-256 first) is given AES-128-GCM"
+expect_eq "$(suite_with -ciphersuites TLS_CHACHA20_POLY1305_SHA256:TLS_AES_128_GCM_SHA256)" \
+    TLS_CHACHA20_POLY1305_SHA256 "a client putting ChaCha20 first is given ChaCha20"
+expect_eq "$(suite_with -tls1_2)" ECDHE-ECDSA-AES128-GCM-SHA256 "TLS 1.2: ECDHE-ECDSA with AES-128-GCM"
+run timeout 20 openssl s_client -brief -proxy "127.0.0.1:$EG_PORT" -connect origin.test:443 \
+    -servername origin.test -CAfile "$EGCA" -tls1_2 -cipher 'AES128-SHA:ECDHE-ECDSA-AES128-SHA' </dev/null
+[ "$RC" -ne 0 ] && ok || bad "a TLS 1.2 client offering only CBC suites must be refused"
 
 # --- the leaf: for the host, signed by the run CA, verifiable ---
 timeout 20 openssl s_client -proxy "127.0.0.1:$EG_PORT" -connect origin.test:443 \

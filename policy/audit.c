@@ -52,6 +52,9 @@ struct audit {
 	char ts_text[32];       /* its RFC 3339 text, milliseconds left as .000 */
 	void (*wakeup)(void *); /* batching on: lines are pending */
 	void *wakeup_arg;
+	/* Keeping the page cache small (audit_cache_release). */
+	size_t cache_written; /* bytes written since the last release */
+	off_t cache_synced;   /* writeback was started up to here */
 };
 
 /* A batch past this size is written at once, whatever the caller's rhythm. */
@@ -590,6 +593,37 @@ audit_build(struct audit *a, struct buf *b, const struct audit_event *ev)
 }
 
 /*
+ * Nobody reads an audit log back while it is written, so its pages need not
+ * stay in the page cache: left there they grow with the log (a gigabyte is an
+ * hour of busy DNS), count against the sandbox's memory, and each new one is
+ * memory the kernel has to find; in a virtual machine whose free memory goes
+ * back to the host, finding it made every write several times as slow (see
+ * docs/audit.md). After each AUDIT_CACHE_WINDOW bytes the window just
+ * written is sent to disk without waiting, and the windows before it, whose
+ * writeback started earlier, are dropped. Pages still dirty or being written
+ * are left by the kernel and tried again, AUDIT_CACHE_RETRY windows long.
+ * Failures change nothing but the cache, so they are ignored.
+ */
+static void
+audit_cache_release(struct audit *a)
+{
+	off_t end, from;
+
+	a->cache_written = 0;
+	if ((end = lseek(a->fd, 0, SEEK_CUR)) == -1)
+		return;
+	if (end < a->cache_synced) /* truncated by somebody else */
+		a->cache_synced = 0;
+	(void)sync_file_range(a->fd, a->cache_synced, end - a->cache_synced, SYNC_FILE_RANGE_WRITE);
+	from = a->cache_synced - (off_t)AUDIT_CACHE_RETRY * AUDIT_CACHE_WINDOW;
+	if (from < 0)
+		from = 0;
+	if (a->cache_synced > from)
+		(void)posix_fadvise(a->fd, from, a->cache_synced - from, POSIX_FADV_DONTNEED);
+	a->cache_synced = end;
+}
+
+/*
  * Write bytes of whole lines with one write(2). A short write is never
  * completed by a second write, which another writer's line could split;
  * the torn bytes stay and the next line starts after a newline. When the
@@ -609,6 +643,8 @@ audit_put(struct audit *a, const char *data, size_t len, size_t last_start)
 		return -1;
 	}
 	a->flags &= ~AUDIT_F_TORN;
+	if ((a->flags & AUDIT_F_REGULAR) && (a->cache_written += (size_t)n) >= AUDIT_CACHE_WINDOW)
+		audit_cache_release(a);
 	if ((size_t)n == len)
 		return 0;
 	log_warnx("audit: short write before line %" PRIu64 " (%zd of %zu bytes)", a->seq, n, len);

@@ -150,6 +150,15 @@ struct audit_event {
 	const char *proto; /* packet events: tcp udp icmp icmpv6, or a number */
 	int64_t uid;       /* packet events: the sender's uid; < 0: absent */
 };
+/*
+ * A regular file's written lines leave the page cache behind the writer:
+ * every AUDIT_CACHE_WINDOW bytes the window just written is sent to disk
+ * (sync_file_range, not waited for) and the AUDIT_CACHE_RETRY windows
+ * before it are dropped (POSIX_FADV_DONTNEED; pages still being written
+ * stay and are tried again with the next window).
+ */
+#define AUDIT_CACHE_WINDOW (4 * 1024 * 1024)
+#define AUDIT_CACHE_RETRY  4
 void audit_event_init(struct audit_event *);
 struct audit *audit_open(const char *, char *, size_t);
 struct audit *audit_open_fd(int, char *, size_t);

@@ -4,6 +4,11 @@
  * writes, stdout and inherited descriptors, the file mode, refused paths,
  * and four processes appending to one file without tearing a line.
  */
+#include <sys/mman.h>
+#include <sys/vfs.h>
+
+#include <linux/magic.h>
+
 #include "audit_test.h"
 
 static void
@@ -594,6 +599,81 @@ test_concurrent(void **state)
 	lines_free(&l);
 }
 
+/* Append lines of about 3 KiB to a until the file is at least size bytes. */
+static void
+write_until(struct audit *a, int fd, off_t size)
+{
+	static char host[3001];
+	struct stat st;
+
+	memset(host, 'h', sizeof host - 1);
+	do {
+		write_simple(a, host);
+		assert_int_equal(fstat(fd, &st), 0);
+	} while (st.st_size < size);
+}
+
+/* Pages of fd's first len bytes (a multiple of the page size) in the page cache. */
+static size_t
+resident_pages(int fd, size_t off, size_t len)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), i, n = 0;
+	unsigned char *vec;
+	void *m;
+
+	m = mmap(NULL, off + len, PROT_READ, MAP_SHARED, fd, 0);
+	assert_true(m != MAP_FAILED);
+	vec = xmalloc((off + len) / page);
+	assert_int_equal(mincore(m, off + len, vec), 0);
+	for (i = off / page; i < (off + len) / page; i++)
+		n += vec[i] & 1;
+	free(vec);
+	munmap(m, off + len);
+	return n;
+}
+
+/*
+ * The written log leaves the page cache behind the writer: once its pages
+ * are on disk, the windows well behind the end are dropped. Here the test
+ * puts them on disk itself (fsync) so the outcome does not depend on the
+ * disk's speed; the next window's release must then drop them.
+ */
+static void
+test_cache_released(void **state)
+{
+	const off_t mib = 1024 * 1024, size = 5 * AUDIT_CACHE_WINDOW;
+	struct audit *a;
+	struct lines l;
+	struct statfs sfs;
+	int fd;
+
+	a = open_ok(tpath("cache.jsonl"));
+	assert_int_equal(statfs(tpath("cache.jsonl"), &sfs), 0);
+	if (sfs.f_type == TMPFS_MAGIC) {
+		audit_close(a);
+		print_message("tmpfs keeps its pages: nothing to drop\n");
+		skip();
+	}
+	fd = open(tpath("cache.jsonl"), O_RDONLY);
+	assert_true(fd != -1);
+	write_until(a, fd, size);
+	assert_int_equal(fsync(fd), 0);
+	/* Two more releases: both see the pages above clean. */
+	write_until(a, fd, size + 2 * AUDIT_CACHE_WINDOW);
+	/* Dropped for sure: from one window in to one window before the fsync. */
+	assert_int_equal(
+	    resident_pages(fd, (size_t)AUDIT_CACHE_WINDOW, (size_t)(size - 2 * AUDIT_CACHE_WINDOW)),
+	    0);
+	assert_true(size - 2 * AUDIT_CACHE_WINDOW >= 8 * mib);
+	close(fd);
+	audit_close(a);
+	/* Nothing is lost by dropping: every line is there and chained. */
+	read_lines(tpath("cache.jsonl"), &l);
+	assert_chain(&l, l.n);
+	assert_true(l.n > 9000);
+	lines_free(&l);
+}
+
 int
 main(void)
 {
@@ -611,6 +691,7 @@ main(void)
 	    cmocka_unit_test(test_short_write_batched),
 	    cmocka_unit_test(test_concurrent),
 	    cmocka_unit_test(test_batch),
+	    cmocka_unit_test(test_cache_released),
 	};
 
 	log_init("test_policy_audit_file", LOG_LVL_ERR);

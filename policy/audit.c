@@ -41,7 +41,7 @@ struct audit {
 	int fd;
 	int flags;
 #define AUDIT_F_CLOSE   0x1 /* the descriptor is ours to close */
-#define AUDIT_F_REGULAR 0x2 /* a regular file: fsync at close */
+#define AUDIT_F_REGULAR 0x2 /* a regular file: its cache released, fsync at close */
 #define AUDIT_F_TORN    0x4 /* the file ends inside a line: start the next with '\n' */
 	uint64_t seq;
 	char prev[AUDIT_HASH_HEX + 1];

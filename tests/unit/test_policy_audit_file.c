@@ -412,6 +412,27 @@ limited_write(struct audit *a, const char *path, off_t room, const char *event)
 }
 
 /*
+ * Line i + 1 of l follows a line torn after torn_len bytes: it is whole, has
+ * seq and host, and chains from exactly the torn bytes.
+ */
+static void
+assert_after_torn(const struct lines *l, size_t i, size_t torn_len, int seq, const char *host)
+{
+	char want[65];
+	json_t *j;
+
+	assert_int_equal(l->len[i], torn_len);
+	assert_memory_equal(l->p[i], "{\"v\":1", 6);
+	j = parse(l->p[i + 1], l->len[i + 1]);
+	assert_non_null(j);
+	assert_int_equal(ival(j, "seq"), seq);
+	assert_string_equal(sval(j, "host"), host);
+	sha256_hex(l->p[i], torn_len, want);
+	assert_string_equal(sval(j, "prev"), want);
+	json_decref(j);
+}
+
+/*
  * Short writes (a file size limit) leave torn bytes; the next line starts
  * after a newline and chains from them. A write that writes nothing leaves
  * the chain as it was. Runs in a child so the limit stays there.
@@ -422,9 +443,7 @@ test_short_write(void **state)
 	const char *path = tpath("short.jsonl");
 	struct audit *a;
 	struct lines l;
-	char want[65];
 	pid_t pid;
-	json_t *j;
 
 	pid = fork();
 	assert_true(pid != -1);
@@ -454,15 +473,8 @@ test_short_write(void **state)
 	assert_int_equal(l.n, 4);
 	assert_int_equal(l.len[1], 40);
 	assert_null(parse(l.p[1], l.len[1]));
-	assert_int_equal(l.len[2], 29);
-	assert_memory_equal(l.p[2], "{\"v\":1", 6);
-	j = parse(l.p[3], l.len[3]);
-	assert_non_null(j);
-	assert_int_equal(ival(j, "seq"), 6); /* the gap shows lines were lost */
-	assert_string_equal(sval(j, "host"), "six.example");
-	sha256_hex(l.p[2], 29, want);
-	assert_string_equal(sval(j, "prev"), want);
-	json_decref(j);
+	/* seq 6 after 1: the gap shows lines were lost. */
+	assert_after_torn(&l, 2, 29, 6, "six.example");
 	assert_chain(&l, 2);
 	lines_free(&l);
 }
@@ -478,9 +490,7 @@ test_short_write_batched(void **state)
 	const char *path = tpath("short_batch.jsonl");
 	struct audit *a;
 	struct lines l;
-	char want[65];
 	pid_t pid;
-	json_t *j;
 
 	pid = fork();
 	assert_true(pid != -1);
@@ -504,15 +514,7 @@ test_short_write_batched(void **state)
 
 	read_lines(path, &l);
 	assert_int_equal(l.n, 3);
-	assert_int_equal(l.len[1], 25);
-	assert_memory_equal(l.p[1], "{\"v\":1", 6);
-	j = parse(l.p[2], l.len[2]);
-	assert_non_null(j);
-	assert_int_equal(ival(j, "seq"), 3);
-	assert_string_equal(sval(j, "host"), "three.example");
-	sha256_hex(l.p[1], 25, want);
-	assert_string_equal(sval(j, "prev"), want);
-	json_decref(j);
+	assert_after_torn(&l, 1, 25, 3, "three.example");
 	lines_free(&l);
 }
 
@@ -613,7 +615,7 @@ write_until(struct audit *a, int fd, off_t size)
 	} while (st.st_size < size);
 }
 
-/* Pages of fd's first len bytes (a multiple of the page size) in the page cache. */
+/* Pages of fd's bytes [off, off + len) in the page cache (both page multiples). */
 static size_t
 resident_pages(int fd, size_t off, size_t len)
 {

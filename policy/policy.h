@@ -254,6 +254,18 @@ enum policy_action {
 	ACTION_BLOCK,
 };
 struct policy;
+/* The header fields a decision reads (request.c). */
+enum policy_header {
+	POLICY_HEADER_OTHER,
+	POLICY_HEADER_OVERRIDE,    /* X-HTTP-Method-Override, X-HTTP-Method, X-Method-Override */
+	POLICY_HEADER_UPGRADE,     /* Upgrade, when Connection names it */
+	POLICY_HEADER_WS_PROTOCOL, /* Sec-WebSocket-Protocol */
+};
+enum policy_upgrade {
+	POLICY_UPGRADE_NONE,
+	POLICY_UPGRADE_WEBSOCKET,
+};
+#define POLICY_MAX_OVERRIDES 4
 struct policy_request {
 	const struct host *host; /* as the client wrote it */
 	const char *method;      /* NULL: the host alone (DNS); "CONNECT": a tunnel to port */
@@ -264,6 +276,13 @@ struct policy_request {
 	int body_truncated;
 	int body_encoded;  /* a Content-Encoding hides the body: not provably a query */
 	const char *query; /* raw query string without '?', or NULL */
+	/* From header fields, through policy_request_header() (request.c): */
+	const char *overrides[POLICY_MAX_OVERRIDES]; /* method-override values */
+	size_t noverrides;           /* fields seen; past POLICY_MAX_OVERRIDES not kept */
+	enum policy_upgrade upgrade; /* only a GET upgrades (RFC 6455) */
+	unsigned ws_offer;           /* POLICY_WS_* bits: the subprotocols offered */
+#define POLICY_WS_GRAPHQL 0x1        /* graphql-transport-ws or graphql-ws */
+#define POLICY_WS_OTHER   0x2        /* any other subprotocol */
 };
 struct decision {
 	enum policy_action action;
@@ -276,6 +295,7 @@ struct decision {
 	int name_exact_allow; /* ... by an exact entry (lifts the address guard) */
 	int graphql_present;
 	struct gql_result gql;
+	int ws_inspect; /* allowed only with every client WebSocket message inspected */
 };
 struct policy *policy_new(struct config *, struct buf *);
 struct policy *policy_ref(struct policy *);
@@ -288,6 +308,8 @@ void policy_check_addr(const struct policy *, const struct addr *, struct decisi
 int policy_addr_allowed(const struct policy *, const struct addr *, const struct decision *);
 int policy_passthrough(const struct policy *, const struct host *, struct domain_match *);
 const char *policy_action_name(enum policy_action);
+enum policy_header policy_header_kind(const char *, size_t);
+void policy_request_header(struct policy_request *, const char *, size_t, const char *);
 const char *policy_mode_note(enum policy_mode);
 
 /* review.c */

@@ -17,7 +17,8 @@
 
 #include "policy.h"
 
-#define EXIT_USAGE 2
+#define EXIT_USAGE         2
+#define POLICY_MAX_HEADERS 32
 
 struct ctl {
 	char **files;
@@ -26,6 +27,8 @@ struct ctl {
 	const char *method;
 	const char *body_path;
 	const char *content_type;
+	char *headers[POLICY_MAX_HEADERS]; /* --header "Name: value", split at the colon */
+	size_t nheaders;
 };
 
 static void
@@ -33,7 +36,8 @@ usage(FILE *f)
 {
 	fprintf(f,
 	        "usage: policyctl explain [--config FILE]... [--method M] [--body FILE]\n"
-	        "                         [--content-type T] [--json] HOST|URL\n"
+	        "                         [--content-type T] [--header 'NAME: VALUE']...\n"
+	        "                         [--json] HOST|URL\n"
 	        "       policyctl check   [--config FILE]... [--json]\n"
 	        "       policyctl audit   [--json] [--blocked] [--flagged] [--host GLOB]\n"
 	        "                         [--since TIME] [--until TIME] [--event TYPE]\n"
@@ -61,6 +65,37 @@ ctl_free(struct ctl *c)
 	for (i = 0; i < c->nfiles; i++)
 		free(c->files[i]);
 	free(c->files);
+	for (i = 0; i < c->nheaders; i++)
+		free(c->headers[i]);
+}
+
+/*
+ * --header "Name: value": a field the request carries, for the fields
+ * the policy reads (method overrides, a WebSocket upgrade and its
+ * subprotocols). Stored as name NUL value. An Upgrade field stands for
+ * one the Connection field names, as a client sends it.
+ */
+static int
+ctl_add_header(struct ctl *c, const char *arg)
+{
+	const char *colon = strchr(arg, ':');
+	char *h, *v;
+
+	if (colon == NULL || colon == arg || !http_token(arg, (size_t)(colon - arg))) {
+		fprintf(stderr, "policyctl: --header wants \"NAME: VALUE\", not \"%s\"\n", arg);
+		return -1;
+	}
+	if (c->nheaders == POLICY_MAX_HEADERS) {
+		fprintf(stderr, "policyctl: at most %d --header options\n", POLICY_MAX_HEADERS);
+		return -1;
+	}
+	h = xstrdup(arg);
+	h[colon - arg] = '\0';
+	for (v = h + (colon - arg) + 1; *v == ' ' || *v == '\t'; v++)
+		;
+	memmove(h + (colon - arg) + 1, v, strlen(v) + 1);
+	c->headers[c->nheaders++] = h;
+	return 0;
 }
 
 /* Print the error lines of a failed load, one per line, then a count. */
@@ -278,7 +313,7 @@ cmd_explain(struct ctl *c, const char *input)
 	const char *err, *notes[8];
 	char store[8][320];
 	char *body = NULL;
-	size_t nnotes;
+	size_t nnotes, i;
 	int rc = EXIT_USAGE;
 
 	memset(&u, 0, sizeof u);
@@ -301,6 +336,9 @@ cmd_explain(struct ctl *c, const char *input)
 	/* A CONNECT names its port; without one, explain asks about HTTPS's. */
 	req.port = u.port != 0 ? u.port : strcmp(c->method, "CONNECT") == 0 ? 443 : 0;
 	req.query = u.query;
+	for (i = 0; i < c->nheaders; i++)
+		policy_request_header(&req, c->headers[i], strlen(c->headers[i]),
+		                      c->headers[i] + strlen(c->headers[i]) + 1);
 	if (c->body_path != NULL) {
 		body = read_body(c->body_path, policy_config(p)->max_graphql_body, &req.body_len,
 		                 &req.body_truncated);
@@ -723,6 +761,7 @@ main(int argc, char **argv)
 	    {"method", required_argument, NULL, 'm'},
 	    {"body", required_argument, NULL, 'b'},
 	    {"content-type", required_argument, NULL, 't'},
+	    {"header", required_argument, NULL, 'H'},
 	    {"json", no_argument, NULL, 'j'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
@@ -752,7 +791,7 @@ main(int argc, char **argv)
 	memset(&c, 0, sizeof c);
 	c.method = "GET";
 	optind = 2;
-	while ((ch = getopt_long(argc, argv, "c:m:b:t:jh", opts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "c:m:b:t:H:jh", opts, NULL)) != -1) {
 		switch (ch) {
 		case 'c':
 			ctl_add_file(&c, optarg);
@@ -764,6 +803,14 @@ main(int argc, char **argv)
 			usage(stdout);
 			ctl_free(&c);
 			return 0;
+		case 'H':
+			if (!explain)
+				goto bad_usage;
+			if (ctl_add_header(&c, optarg) == -1) {
+				ctl_free(&c);
+				return EXIT_USAGE;
+			}
+			break;
 		case 'm':
 		case 'b':
 		case 't':
@@ -778,6 +825,7 @@ main(int argc, char **argv)
 			}
 			/* FALLTHROUGH */
 		default:
+		bad_usage:
 			usage(stderr);
 			ctl_free(&c);
 			return EXIT_USAGE;

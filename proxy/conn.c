@@ -241,6 +241,39 @@ conn_flush_close(struct conn *c)
 		conn_close(c, "done");
 }
 
+/* The fields the policy reads that the parser knows by number. */
+#define CONN_POLICY_FIELDS                                                                         \
+	(HF_BIT(HF_X_HTTP_METHOD_OVERRIDE) | HF_BIT(HF_X_HTTP_METHOD) |                            \
+	 HF_BIT(HF_X_METHOD_OVERRIDE) | HF_BIT(HF_SEC_WEBSOCKET_PROTOCOL))
+
+/*
+ * The request as the policy sees it, without its body. Header fields are
+ * looked at only when the parser saw one the policy reads, so a plain
+ * request costs one test of a bit mask.
+ */
+static void
+conn_policy_request(struct conn *c, struct policy_request *pr)
+{
+	const struct http_msg *m = &c->x->req;
+	const struct http_header *h;
+	size_t i;
+
+	memset(pr, 0, sizeof *pr);
+	pr->host = &c->x->host;
+	pr->method = m->method;
+	pr->port = c->x->port;
+	pr->query = c->x->query;
+	if (m->flags & HTTP_F_UPGRADE)
+		policy_request_header(pr, "Upgrade", 7, m->upgrade);
+	if (!(m->fields & CONN_POLICY_FIELDS))
+		return;
+	for (i = 0; i < m->nheaders; i++) {
+		h = &m->headers[i];
+		if (HF_BIT(h->id) & CONN_POLICY_FIELDS)
+			policy_request_header(pr, h->name, h->name_len, h->value);
+	}
+}
+
 /*
  * Whether the decision needs the request body, deciding without it into
  * c->x->decision on the way. When the host lists and modes leave it to
@@ -256,10 +289,7 @@ conn_body_needed(struct conn *c)
 	struct policy_request pr;
 	const char *list;
 
-	memset(&pr, 0, sizeof pr);
-	pr.host = &c->x->host;
-	pr.method = c->x->req.method;
-	pr.query = c->x->query;
+	conn_policy_request(c, &pr);
 	policy_decide(c->policy, &pr, &c->x->decision);
 	list = c->x->decision.list;
 	return list != NULL && (strcmp(list, "methods") == 0 || strcmp(list, "graphql") == 0);
@@ -281,11 +311,7 @@ conn_decide(struct conn *c)
 	char *body = NULL;
 	size_t len = 0;
 
-	memset(&pr, 0, sizeof pr);
-	pr.host = &c->x->host;
-	pr.method = c->x->req.method;
-	pr.port = c->x->port;
-	pr.query = c->x->query;
+	conn_policy_request(c, &pr);
 	pr.content_type = http_msg_header(&c->x->req, "Content-Type");
 	if (c->x->held != NULL) {
 		len = evbuffer_get_length(c->x->held);

@@ -48,6 +48,10 @@ static const struct {
     [HF_EXPECT] = HF_NAME("Expect"),
     [HF_CONTENT_ENCODING] = HF_NAME("Content-Encoding"),
     [HF_CONTENT_TYPE] = HF_NAME("Content-Type"),
+    [HF_X_HTTP_METHOD_OVERRIDE] = HF_NAME("X-HTTP-Method-Override"),
+    [HF_X_HTTP_METHOD] = HF_NAME("X-HTTP-Method"),
+    [HF_X_METHOD_OVERRIDE] = HF_NAME("X-Method-Override"),
+    [HF_SEC_WEBSOCKET_PROTOCOL] = HF_NAME("Sec-WebSocket-Protocol"),
 };
 
 /*

@@ -83,6 +83,10 @@ enum http_field {
 	HF_EXPECT,
 	HF_CONTENT_ENCODING,
 	HF_CONTENT_TYPE,
+	HF_X_HTTP_METHOD_OVERRIDE, /* the three method overrides the policy reads */
+	HF_X_HTTP_METHOD,
+	HF_X_METHOD_OVERRIDE,
+	HF_SEC_WEBSOCKET_PROTOCOL,
 	HF_COUNT
 };
 #define HF_BIT(id) (1u << (id))

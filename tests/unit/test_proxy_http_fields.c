@@ -38,6 +38,10 @@ test_field_id(void **state)
 	    {"Expect", HF_EXPECT},
 	    {"Content-Encoding", HF_CONTENT_ENCODING},
 	    {"Content-Type", HF_CONTENT_TYPE},
+	    {"X-HTTP-Method-Override", HF_X_HTTP_METHOD_OVERRIDE},
+	    {"X-HTTP-Method", HF_X_HTTP_METHOD},
+	    {"X-Method-Override", HF_X_METHOD_OVERRIDE},
+	    {"Sec-WebSocket-Protocol", HF_SEC_WEBSOCKET_PROTOCOL},
 	};
 	static const char *const others[] = {
 	    "Hos",
@@ -58,6 +62,8 @@ test_field_id(void **state)
 	    "Accept",
 	    "Cookie",
 	    "Upgrade-Insecure",
+	    "X-HTTP-Methods",
+	    "Sec-WebSocket-Key",
 	};
 	char name[64];
 	size_t i, j, n;

@@ -7,7 +7,8 @@
 # by a signal) comes back as the container's; OpenCode's baked config turns
 # autoupdate off; the payload holds no capability, cannot read a CA key and
 # sees the run CA in the system store; the audit log lands in the mounted
-# state directory; scripts/sandbox prints and runs the documented command.
+# state directory; scripts/sandbox prints and runs the documented command,
+# the host's OpenCode config files read-only in a writable directory.
 . "$(dirname "$0")/lib.sh"
 
 image_build || { bad "the image builds"; finish; exit 1; }
@@ -86,7 +87,8 @@ echo '{"theme": "system"}' >"$T/home/.config/opencode/opencode.json"
 echo '{}' >"$T/home/.local/share/opencode/auth.json"
 HOME="$T/home" timeout 120 "$SRC_DIR/scripts/sandbox" --engine podman --image "$IMAGE" \
 	--project "$T/proj" --state "$T/st2" --provider anthropic --engine-arg=--network="$NET" --engine-arg=--dns=198.18.0.1 -- \
-	sh -c 'cat ~/.config/opencode/opencode.json; touch ~/.config/opencode/x 2>/dev/null || echo config-ro;
+	sh -c 'cat ~/.config/opencode/opencode.json; echo x 2>/dev/null >>~/.config/opencode/opencode.json || echo config-ro;
+		touch ~/.config/opencode/x && echo config-dir-writable;
 		test -r ~/.local/share/opencode/auth.json && echo auth-mounted; echo hi >/workspace/made; exit 3' \
 	</dev/null >"$T/out" 2>"$T/err"
 RC=$?
@@ -95,6 +97,9 @@ expect_eq "$RC" 3 "scripts/sandbox returns CMD's status"
 expect_contains "$(cat "$T/err")" "+ podman run --rm -i" "scripts/sandbox prints the command it runs"
 expect_contains "$OUT" '"theme": "system"' "the host's OpenCode config is mounted"
 expect_contains "$OUT" config-ro "the host's OpenCode config is read-only"
+expect_contains "$OUT" config-dir-writable "OpenCode's config directory in the container is writable"
+expect_eq "$(cat "$T/home/.config/opencode/opencode.json")" '{"theme": "system"}' "the host's config file is unchanged"
+if [ -e "$T/home/.config/opencode/x" ]; then bad "a file made in the container's config directory is not on the host"; else ok; fi
 expect_contains "$OUT" auth-mounted "the host's OpenCode auth is mounted"
 expect_eq "$(cat "$T/proj/made" 2>/dev/null)" hi "the project is mounted read-write at /workspace"
 [ -f "$T/st2/audit-events.jsonl" ] && ok || bad "scripts/sandbox: the audit log is in --state"

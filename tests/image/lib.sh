@@ -77,7 +77,7 @@ image_build() {
 
 # A test CA and the origin's certificate for the test names.
 lib_test_ca() {
-	pki_make image-test-ca allowed.test readonly.test blocked.test || return 1
+	pki_make image-test-ca allowed.test readonly.test blocked.test model.test || return 1
 	mkdir -p "$T/origin"
 	cp "$T/origin.pem" "$T/origin.key" "$SRC_DIR/tests/netns/inet.py" \
 		"$SRC_DIR/tests/integration/origin.py" "$T/origin/"
@@ -90,7 +90,13 @@ lib_test_ca() {
 # "internet-origin"; the side-door ports) and origin.py on 443 (HTTPS with
 # the test CA; /hello, /echo answering a body's length and SHA-256) and
 # 8080, logging each request as JSON.
+# lib_net_up --model REPLY: HTTPS on 443 is instead inet.py's scripted
+# OpenAI-compatible model API answering REPLY (model.test is in the
+# certificate), each request a "model ..." line of origin_log and its body a
+# line of /tmp/model.jsonl in the origin container; origin.py does not run.
 lib_net_up() {
+	local model=""
+	[ "${1-}" = --model ] && model=${2?lib_net_up --model needs the reply}
 	lib_test_ca || return 1
 	podman network create --internal --subnet 198.18.0.0/24 --gateway 198.18.0.254 \
 		--ipv6 --subnet 2001:2::/64 --gateway 2001:2::fe "$NET" >"$T/net.log" 2>&1 || {
@@ -98,8 +104,14 @@ lib_net_up() {
 		return 1
 	}
 	LIB_CONTAINERS="$LIB_CONTAINERS $ORIGIN"
-	podman run -d --name "$ORIGIN" --network "$NET" --ip 198.18.0.1 --ip6 2001:2::1 \
-		-v "$T/origin:/origin:ro" --entrypoint sh "$IMAGE" -c '
+	timeout 120 podman run -d --name "$ORIGIN" --network "$NET" --ip 198.18.0.1 --ip6 2001:2::1 \
+		-v "$T/origin:/origin:ro" -e MODEL_REPLY="$model" --entrypoint sh "$IMAGE" -c '
+		if [ -n "$MODEL_REPLY" ]; then
+			echo 443 >/tmp/tls-port
+			exec python3 /origin/inet.py --lifetime 1200 --tls-cert /origin/origin.pem \
+				--tls-key /origin/origin.key --model-reply "$MODEL_REPLY" \
+				--model-log /tmp/model.jsonl
+		fi
 		python3 /origin/origin.py --bind 198.18.0.1 --port 8080 --tls-port 443 \
 			--tls-port-file /tmp/tls-port --tls-cert /origin/origin.pem \
 			--tls-key /origin/origin.key --log /tmp/origin.jsonl --max-seconds 1200 \

@@ -8,8 +8,17 @@ HTTP on 80 whose body says "internet-origin" (and HTTPS on 443 with
 --tls-cert/--tls-key). Every datagram and
 connection is one line on stdout, so a test can tell what reached the
 outside. Stops when killed, or after --lifetime seconds.
+
+With --model-reply TEXT (and --tls-cert), HTTPS on 443 is instead a scripted
+OpenAI-compatible model API, for running a real agent against it: POST
+.../chat/completions answers TEXT as a completion, streamed as server-sent
+events when the request asks for `"stream": true`; GET .../models lists one
+model. Each request is one line on stdout ("model METHOD PATH stream=..
+model=.. host=.. auth=.."), and its JSON body is appended to --model-log
+when given.
 """
 import argparse
+import json
 import socket
 import ssl
 import struct
@@ -67,6 +76,138 @@ def udp_loop(family, addr, port, kind):
 
 
 TLS = None
+MODEL = None	# (reply text, log path) with --model-reply
+HEAD_MAX = 64 * 1024
+BODY_MAX = 8 * 1024 * 1024
+
+
+def read_until(c, buf, sep, limit):
+    """Bytes of c up to sep (returned without it) and what follows."""
+    while sep not in buf:
+        if len(buf) > limit:
+            raise OSError("request too large")
+        data = c.recv(65536)
+        if not data:
+            raise OSError("closed")
+        buf += data
+    head, _, rest = buf.partition(sep)
+    return head, rest
+
+
+def read_exact(c, buf, n):
+    while len(buf) < n:
+        data = c.recv(65536)
+        if not data:
+            raise OSError("closed")
+        buf += data
+    return buf[:n], buf[n:]
+
+
+def read_request(c, buf):
+    """One HTTP/1.1 request: (method, path, headers, body, rest), or None at EOF."""
+    if not buf:
+        data = c.recv(65536)
+        if not data:
+            return None
+        buf = data
+    head, buf = read_until(c, buf, b"\r\n\r\n", HEAD_MAX)
+    lines = head.decode("latin-1").split("\r\n")
+    method, path = lines[0].split(" ")[:2]
+    headers = {}
+    for line in lines[1:]:
+        k, _, v = line.partition(":")
+        headers[k.strip().lower()] = v.strip()
+    body = b""
+    if headers.get("transfer-encoding", "").lower() == "chunked":
+        while True:
+            size, buf = read_until(c, buf, b"\r\n", HEAD_MAX)
+            n = int(size.split(b";")[0], 16)
+            if len(body) + n > BODY_MAX:
+                raise OSError("body too large")
+            chunk, buf = read_exact(c, buf, n + 2)
+            if n == 0:
+                break
+            body += chunk[:-2]
+    elif "content-length" in headers:
+        n = int(headers["content-length"])
+        if n > BODY_MAX:
+            raise OSError("body too large")
+        body, buf = read_exact(c, buf, n)
+    return method, path, headers, body, buf
+
+
+def model_answer(c, req):
+    """The scripted model's answer to one request; returns False to close."""
+    method, path, headers, body, _ = req
+    reply, log = MODEL
+    try:
+        ask = json.loads(body) if body else {}
+    except ValueError:
+        ask = {}
+    if not isinstance(ask, dict):
+        ask = {}
+    stream = ask.get("stream") is True
+    name = ask.get("model", "scripted")
+    note("model %s %s stream=%d model=%s host=%s auth=%s" % (
+        method, path, stream, name, headers.get("host", ""),
+        headers.get("authorization", "-").replace(" ", "_")))
+    if log and body:
+        with LOCK, open(log, "a") as f:
+            f.write(body.decode("utf-8", "replace").replace("\n", " ") + "\n")
+    now = int(time.time())
+    if method == "GET" and path.endswith("/models"):
+        out = json.dumps({"object": "list", "data": [
+            {"id": name, "object": "model", "created": now, "owned_by": "test"}]})
+        ctype = "application/json"
+    elif method == "POST" and path.endswith("/chat/completions") and stream:
+        c.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                  b"Cache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n\r\n")
+        base = {"id": "chatcmpl-test", "object": "chat.completion.chunk",
+                "created": now, "model": name}
+        words = reply.split(" ")
+        deltas = [{"role": "assistant", "content": ""}] + \
+            [{"content": w if i == 0 else " " + w} for i, w in enumerate(words)]
+        events = [dict(base, choices=[{"index": 0, "delta": d, "finish_reason": None}])
+                  for d in deltas]
+        events.append(dict(base, choices=[{"index": 0, "delta": {}, "finish_reason": "stop"}]))
+        events.append(dict(base, choices=[], usage={
+            "prompt_tokens": 10, "completion_tokens": len(words), "total_tokens": 10 + len(words)}))
+        for e in events:
+            chunk = b"data: " + json.dumps(e).encode() + b"\n\n"
+            c.sendall(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+            time.sleep(0.02)
+        done = b"data: [DONE]\n\n"
+        c.sendall(b"%x\r\n%s\r\n0\r\n\r\n" % (len(done), done))
+        return True
+    elif method == "POST" and path.endswith("/chat/completions"):
+        out = json.dumps({"id": "chatcmpl-test", "object": "chat.completion", "created": now,
+                          "model": name, "choices": [{"index": 0, "finish_reason": "stop",
+                          "message": {"role": "assistant", "content": reply}}],
+                          "usage": {"prompt_tokens": 10, "completion_tokens": 1,
+                                    "total_tokens": 11}})
+        ctype = "application/json"
+    else:
+        c.sendall(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
+        return True
+    data = out.encode()
+    c.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: %s\r\nContent-Length: %d\r\n\r\n"
+              % (ctype.encode(), len(data)) + data)
+    return True
+
+
+def model_serve(c):
+    """Requests of one keep-alive connection, until EOF or a quiet spell."""
+    c.settimeout(30)
+    buf = b""
+    try:
+        while True:
+            req = read_request(c, buf)
+            if req is None:
+                return
+            buf = req[4]
+            model_answer(c, req)
+    except (ValueError, IndexError):
+        note("model bad-request")
 
 
 def tcp_client(c, port):
@@ -74,6 +215,9 @@ def tcp_client(c, port):
         c.settimeout(5)
         if port == 443:
             c = TLS.wrap_socket(c, server_side=True)
+            if MODEL:
+                model_serve(c)
+                return
         if port == 53:
             head = c.recv(2)
             if len(head) == 2:
@@ -113,8 +257,14 @@ def main():
     ap.add_argument("--lifetime", type=int, default=600)
     ap.add_argument("--tls-cert")
     ap.add_argument("--tls-key")
+    ap.add_argument("--model-reply")
+    ap.add_argument("--model-log")
     a = ap.parse_args()
-    global TLS
+    global TLS, MODEL
+    if a.model_reply is not None:
+        if not a.tls_cert:
+            ap.error("--model-reply needs --tls-cert")
+        MODEL = (a.model_reply, a.model_log)
     tcp_ports = [53, 80, 853]
     if a.tls_cert:
         TLS = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)

@@ -454,24 +454,21 @@ policy_decide(const struct policy *p, const struct policy_request *req, struct d
 		return;
 	}
 
-	/* 4. Practical mode: read-only methods and GraphQL queries. */
-	if (req->method == NULL || (tunnel && req->port == 443)) {
+	/*
+	 * 4. Practical mode: read-only methods and GraphQL queries. A
+	 * tunnel to a host no list names is allowed on any port because the
+	 * proxy intercepts it: HTTPS on 8443 is still HTTPS, the method rules
+	 * decide each request inside, and a tunnel whose first bytes are not
+	 * a TLS ClientHello (SSH, SMTP, a database) is cut there.
+	 */
+	if (req->method == NULL || tunnel) {
 		decision_set(d, ACTION_ALLOW, "unlisted-host", "mode");
 		policy_loc_format(&cfg->mode_loc, d->source, sizeof d->source);
 		policy_reason(d, h->name,
-		              " is not listed; practical mode checks each request's method");
-		return;
-	}
-	if (tunnel) {
-		/*
-		 * A tunnel to another port could carry any protocol (SSH, SMTP,
-		 * a database) past the method rules; only HTTPS's port is open
-		 * to hosts the allowlist does not name.
-		 */
-		snprintf(d->reason, sizeof d->reason,
-		         "CONNECT to port %u: tunnels to unlisted hosts may only reach port 443",
-		         req->port);
-		policy_violation(p, d, "connect-port", "tunnel", &cfg->mode_loc);
+		              tunnel
+		                  ? " is not listed; the tunnel is intercepted and practical "
+		                    "mode checks each request's method inside"
+		                  : " is not listed; practical mode checks each request's method");
 		return;
 	}
 	policy_decide_request(p, req, d);

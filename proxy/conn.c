@@ -36,7 +36,8 @@ conn_timer_cb(evutil_socket_t fd, short what, void *arg)
 		intercept_tls_failed(c, "TLS handshake timed out");
 		return;
 	case CONN_PEEK:
-		conn_close(c, "redirected client sent nothing in time");
+		conn_close(c, c->x != NULL ? "no TLS ClientHello in time"
+		                           : "redirected client sent nothing in time");
 		return;
 	default:
 		conn_close(c, "timeout");

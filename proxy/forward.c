@@ -180,6 +180,13 @@ forward_upstream_cb(void *arg, struct upstream_result *r)
 		if (!(c->flags & CONN_F_TRANSPARENT))
 			relay_send(&c->client, established, sizeof established - 1);
 		c->flags |= CONN_F_RESP_STARTED;
+		if (!(c->flags & CONN_F_TRANSPARENT) && c->x->tls != NULL &&
+		    strcmp(c->x->tls, "passthrough") == 0) {
+			/* Nothing is carried either way before the ClientHello is read. */
+			side_read(&c->up, 0);
+			intercept_peek_start(c);
+			return;
+		}
 		forward_tunnel(c);
 		return;
 	}

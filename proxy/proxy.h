@@ -399,6 +399,7 @@ void intercept_audit(struct conn *, const char *, const char *, const char *, co
 const char *intercept_tunnel_kind(struct conn *);
 void intercept_tls_failed(struct conn *, const char *);
 void intercept_tls_start(struct conn *);
+void intercept_peek_start(struct conn *);
 void intercept_start(struct conn *);
 void intercept_request(struct conn *);
 void conn_set_state(struct conn *, enum conn_state);
@@ -525,6 +526,7 @@ struct bufferevent *tls_accept(struct tls *, struct event_base *, struct conn *,
                                struct bufferevent **);
 struct bufferevent *tls_connect(struct tls *, struct event_base *, int, const struct host *);
 void tls_error(struct bufferevent *, char *, size_t, int *);
+int tls_error_text(unsigned long, const char *, char *, size_t);
 void tls_idle(struct bufferevent *);
 int tls_error_is_trust(const char *);
 

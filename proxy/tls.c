@@ -557,46 +557,164 @@ tls_idle(struct bufferevent *bev)
 		(void)SSL_free_buffers(ssl);
 }
 
+/* What OpenSSL's own reasons mean, in words; "PEER" stands for the other end. */
+static const struct {
+	int reason;
+	const char *text;
+} tls_reasons[] = {
+    {SSL_R_WRONG_VERSION_NUMBER, "PEER did not speak TLS (wrong version number)"},
+    {SSL_R_WRONG_SSL_VERSION, "PEER did not speak TLS (wrong version number)"},
+    {SSL_R_HTTP_REQUEST, "PEER sent a plain HTTP request where TLS was expected"},
+    {SSL_R_HTTPS_PROXY_REQUEST, "PEER sent a proxy request (CONNECT) where TLS was expected"},
+    {SSL_R_PACKET_LENGTH_TOO_LONG, "PEER did not speak TLS (its first record is not TLS)"},
+    {SSL_R_UNSUPPORTED_PROTOCOL, "PEER offered no TLS version egressd accepts (1.2 or later)"},
+    {SSL_R_VERSION_TOO_LOW, "PEER offered only TLS versions older than 1.2, which egressd refuses"},
+    {SSL_R_VERSION_TOO_HIGH, "PEER chose a TLS version egressd did not offer"},
+    {SSL_R_NO_PROTOCOLS_AVAILABLE, "no TLS version is enabled for this connection"},
+    {SSL_R_NO_SHARED_CIPHER,
+     "PEER offered no cipher suite egressd accepts (ECDHE with AES-GCM or ChaCha20-Poly1305)"},
+    {SSL_R_NO_SHARED_SIGNATURE_ALGORITHMS, "PEER and egressd share no signature algorithm"},
+    {SSL_R_NO_SUITABLE_SIGNATURE_ALGORITHM, "PEER and egressd share no signature algorithm"},
+    {SSL_R_NO_SUITABLE_KEY_SHARE, "PEER and egressd share no key exchange group"},
+    {SSL_R_NO_SHARED_GROUPS, "PEER and egressd share no key exchange group"},
+    {SSL_R_UNEXPECTED_EOF_WHILE_READING, "PEER closed the connection during the TLS handshake"},
+    {SSL_R_CERTIFICATE_VERIFY_FAILED,
+     "certificate verify failed: PEER's certificate is not trusted"},
+    {SSL_R_PEER_DID_NOT_RETURN_A_CERTIFICATE, "PEER sent no certificate"},
+    {SSL_R_DECRYPTION_FAILED_OR_BAD_RECORD_MAC,
+     "a TLS record from PEER failed its integrity check"},
+    {SSL_R_RECORD_LENGTH_MISMATCH, "PEER sent a malformed TLS record"},
+    {SSL_R_BAD_RECORD_TYPE, "PEER sent a malformed TLS record"},
+    {SSL_R_UNEXPECTED_RECORD, "PEER sent a TLS record out of order"},
+    {SSL_R_UNEXPECTED_MESSAGE, "PEER sent a handshake message out of order"},
+    {SSL_R_BAD_KEY_SHARE, "PEER sent a malformed key share"},
+    {SSL_R_UNSAFE_LEGACY_RENEGOTIATION_DISABLED,
+     "PEER does not support secure renegotiation (RFC 5746), which egressd requires"},
+    {SSL_R_DH_KEY_TOO_SMALL, "PEER's Diffie-Hellman key is too small to be safe"},
+    {SSL_R_EE_KEY_TOO_SMALL, "PEER's certificate has a key too small to be safe"},
+    {SSL_R_CA_KEY_TOO_SMALL, "PEER's certificate chain has a CA key too small to be safe"},
+    {SSL_R_CA_MD_TOO_WEAK, "PEER's certificate chain is signed with a hash too weak to be safe"},
+    {SSL_R_NO_APPLICATION_PROTOCOL,
+     "PEER speaks no application protocol egressd offers (HTTP/1.1)"},
+    {SSL_R_CALLBACK_FAILED, "egressd refused the handshake (the server name check failed)"},
+};
+
+/* What a TLS alert the peer sent says about the failure; "" when the name says it. */
+static const char *
+tls_alert_meaning(int alert)
+{
+	switch (alert) {
+	case SSL_AD_UNKNOWN_CA:
+		return ": it does not trust the CA that issued the certificate";
+	case SSL_AD_BAD_CERTIFICATE:
+	case SSL_AD_CERTIFICATE_UNKNOWN:
+	case SSL_AD_UNSUPPORTED_CERTIFICATE:
+		return ": it refused the certificate";
+	case SSL_AD_CERTIFICATE_EXPIRED:
+		return ": it found the certificate expired (is a clock wrong?)";
+	case SSL_AD_HANDSHAKE_FAILURE:
+	case SSL_AD_INSUFFICIENT_SECURITY:
+		return ": no TLS parameters in common (version, cipher suite or group)";
+	case SSL_AD_PROTOCOL_VERSION:
+		return ": it does not speak the TLS versions offered";
+	case SSL_AD_UNRECOGNIZED_NAME:
+		return ": it does not serve that name";
+	case SSL_AD_NO_APPLICATION_PROTOCOL:
+		return ": no application protocol in common";
+	}
+	return "";
+}
+
+/* text with PEER replaced by peer, into out. */
+static void
+tls_say(char *out, size_t len, const char *text, const char *peer)
+{
+	const char *at = strstr(text, "PEER");
+
+	if (at == NULL)
+		snprintf(out, len, "%s", text);
+	else
+		snprintf(out, len, "%.*s%s%s", (int)(at - text), text, peer, at + 4);
+}
+
 /*
- * Why a handshake failed, for a 502 body or an audit line. *verify is set
- * when the peer's certificate was the problem.
+ * One OpenSSL error as a sentence, peer naming the other end ("the
+ * client", "the server"). The reasons egressd meets are put in words; any
+ * other keeps OpenSSL's text, with the code in brackets. Returns 0 for
+ * the bare SSL_get_error() codes libevent queues among the errors (1 and
+ * 5, with no library): they say nothing the others do not.
+ */
+int
+tls_error_text(unsigned long e, const char *peer, char *out, size_t len)
+{
+	const char *why;
+	int reason = ERR_GET_REASON(e);
+	size_t i;
+
+	if (ERR_SYSTEM_ERROR(e)) {
+		snprintf(out, len, "the connection to %s failed: %s", peer, strerror(reason));
+		return 1;
+	}
+	if (ERR_GET_LIB(e) == 0 && e <= SSL_ERROR_WANT_CLIENT_HELLO_CB)
+		return 0;
+	if (ERR_GET_LIB(e) == ERR_LIB_SSL) {
+		if (reason >= SSL_AD_REASON_OFFSET && reason < SSL_AD_REASON_OFFSET + 256) {
+			snprintf(out, len, "%s refused the handshake with the TLS alert \"%s\"%s",
+			         peer, SSL_alert_desc_string_long(reason - SSL_AD_REASON_OFFSET),
+			         tls_alert_meaning(reason - SSL_AD_REASON_OFFSET));
+			return 1;
+		}
+		for (i = 0; i < EG_NELEM(tls_reasons); i++)
+			if (tls_reasons[i].reason == reason) {
+				tls_say(out, len, tls_reasons[i].text, peer);
+				return 1;
+			}
+	}
+	why = ERR_reason_error_string(e);
+	snprintf(out, len, "the TLS handshake with %s failed: %s [error:%08lX]", peer,
+	         why != NULL ? why : "reason unknown to OpenSSL", e);
+	return 1;
+}
+
+/*
+ * Why a handshake failed, for a 502 body or an audit line: a sentence,
+ * from the first error that says something. *verify is set when the
+ * peer's certificate was the problem.
  */
 void
 tls_error(struct bufferevent *bev, char *out, size_t len, int *verify)
 {
 	SSL *ssl = bufferevent_openssl_get_ssl(bev);
+	const char *peer = ssl != NULL && SSL_is_server(ssl) ? "the client" : "the server";
 	unsigned long e;
+	int found = 0;
 	long v;
-	char buf[256];
 
 	*verify = 0;
 	if (ssl != NULL && !SSL_is_server(ssl) && (v = SSL_get_verify_result(ssl)) != X509_V_OK) {
 		*verify = 1;
 		snprintf(out, len, "certificate verify failed: %s",
 		         X509_verify_cert_error_string(v));
-		while (bufferevent_get_openssl_error(bev) != 0)
-			;
-		return;
+		found = 1;
 	}
-	if ((e = bufferevent_get_openssl_error(bev)) != 0) {
-		ERR_error_string_n(e, buf, sizeof buf);
-		snprintf(out, len, "%s", buf);
-		while (bufferevent_get_openssl_error(bev) != 0)
-			;
+	while ((e = bufferevent_get_openssl_error(bev)) != 0)
+		if (!found)
+			found = tls_error_text(e, peer, out, len);
+	if (found)
 		return;
-	}
 	if (errno != 0)
-		snprintf(out, len, "handshake failed: %s", strerror(errno));
+		snprintf(out, len, "the connection to %s failed during the TLS handshake: %s", peer,
+		         strerror(errno));
 	else
-		snprintf(out, len, "connection closed during the handshake");
+		snprintf(out, len, "%s closed the connection during the TLS handshake", peer);
 }
 
 /* Whether a client handshake error reads as "the client does not trust us". */
 int
 tls_error_is_trust(const char *msg)
 {
-	return strstr(msg, "unknown ca") != NULL || strstr(msg, "bad certificate") != NULL ||
-	       strstr(msg, "certificate unknown") != NULL ||
-	       strstr(msg, "closed during the handshake") != NULL ||
-	       strstr(msg, "unexpected eof") != NULL;
+	return strstr(msg, "\"unknown CA\"") != NULL ||
+	       strstr(msg, "\"bad certificate\"") != NULL ||
+	       strstr(msg, "\"certificate unknown\"") != NULL ||
+	       strstr(msg, "closed the connection during the TLS handshake") != NULL;
 }

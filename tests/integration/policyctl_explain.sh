@@ -175,12 +175,20 @@ run "$POLICYCTL" explain --config "$P" --json --method CONNECT example.com
 expect_eq "$(jqf .action):$(jqf .rule)" "allow:unlisted-host" "CONNECT without a port asks about 443"
 run "$POLICYCTL" explain --config "$P" --json --method CONNECT example.com:443
 expect_eq "$(jqf .action):$(jqf .rule)" "allow:unlisted-host" "CONNECT to 443 of an unlisted host"
+# Another port of an unlisted host: allowed, because the proxy intercepts
+# the tunnel (the method rules decide inside, and what is not TLS is cut).
+run "$POLICYCTL" explain --config "$P" --json --method CONNECT github.com:8443
+expect_eq "$(jqf .action):$(jqf .rule):$(jqf .list)" "allow:unlisted-host:mode" "CONNECT to another port is intercepted"
+expect_contains "$(jqf .reason)" "the tunnel is intercepted" "and the reason says so"
 run "$POLICYCTL" explain --config "$P" --json --method CONNECT github.com:22
-expect_eq "$(jqf .action):$(jqf .rule):$(jqf .list)" "block:connect-port:tunnel" "CONNECT to another port is a violation"
+expect_eq "$(jqf .action):$(jqf .rule)" "allow:unlisted-host" "any port: what is not TLS is cut by the proxy"
 run "$POLICYCTL" explain --config "$P" --json --method CONNECT api.anthropic.com:22
 expect_eq "$(jqf .action)" "allow" "allowlisted hosts take tunnels to any port"
 run "$POLICYCTL" explain --config "$T/flag.yaml" --json --method CONNECT github.com:22
-expect_eq "$(jqf .action):$(jqf .rule)" "flag:connect-port" "flag mode flags the tunnel"
+expect_eq "$(jqf .action):$(jqf .rule)" "allow:unlisted-host" "flag mode: no violation to flag"
+sed 's/mode: practical/mode: strict/' "$P" >"$T/strict-connect.yaml"
+run "$POLICYCTL" explain --config "$T/strict-connect.yaml" --json --method CONNECT github.com:8443
+expect_eq "$(jqf .action):$(jqf .rule)" "block:strict-default-deny" "strict mode: no tunnel to an unlisted host"
 run "$POLICYCTL" explain --config "$P" --json --method CONNECT x.segment.io:443
 expect_eq "$(jqf .action)" "block" "CONNECT to a blocklisted host"
 

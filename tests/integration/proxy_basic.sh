@@ -5,9 +5,9 @@
 # nothing at the origin), flag mode, blocklisted name (blocked before any DNS
 # query), the private-address guard with and without the 127.0.0.1 entry,
 # TCP_NODELAY on accepted sockets, keep-alive reuse, chunked and close-delimited bodies both ways, HEAD,
-# 100-continue, pipelining, GraphQL query/mutation (bodies of any type) and
-# CONNECT port rules with the same decision from
-# policyctl explain, 502 on a refused upstream, 504 on a silent one, the
+# 100-continue, pipelining, GraphQL query/mutation (bodies of any type),
+# plain HTTP inside a CONNECT to an unlisted host's other port cut (the
+# CONNECT decided as policyctl explain decides it), 502 on a refused upstream, 504 on a silent one, the
 # slowloris head timeout, and 502 on an oversize response head.
 . "$(dirname "$0")/lib.sh"
 RAW="$SRC_DIR/tests/integration/rawhttp.py"
@@ -200,14 +200,20 @@ expect_eq "$(status_of "$T/h")" 200 "a GET with a plain body that is not GraphQL
 expect_eq "$(origin_count 'select(.method == "GET" and .target == "/echo")')" "$((before + 1))" \
     "only the harmless GET reached the origin"
 
-# --- CONNECT: a tunnel to an unlisted host opens to port 443 only ---
+# --- CONNECT: a tunnel to an unlisted host on any port is intercepted, so
+# plain HTTP sent inside it (curl -p) is cut and audited, never relayed ---
+before=$(origin_count 'select(.target == "/hello")')
 run pcurl -p -D "$T/h" -o "$T/b" "http://plain.test:$O/hello"
-expect_eq "$(status_of "$T/h")" 403 "CONNECT to an unlisted host's port $O is refused"
-expect_eq "$(header_of "$T/h" X-Egress-Rule)" "connect-port" "CONNECT refusal names its rule"
+[ "$RC" -ne 0 ] && ok || bad "plain HTTP inside a CONNECT to an unlisted host's port $O must be cut"
+expect_eq "$(status_of "$T/h")" 200 "the CONNECT itself is answered (the tunnel is intercepted)"
+sleep 0.2
 OUT=$(audit_last '.event == "connect" and .host == "plain.test"')
-expect_eq "$(jqf .action):$(jqf .rule):$(jqf .port)" "block:connect-port:$O" "CONNECT refusal audited"
+expect_eq "$(jqf .action):$(jqf .rule):$(jqf .source):$(jqf .port)" "block:not-tls:builtin:$O" \
+    "the cut tunnel is audited"
+expect_contains "$(jqf .reason)" "plain HTTP" "and the reason says what the client sent"
+expect_eq "$(origin_count 'select(.target == "/hello")')" "$before" "nothing reached the origin"
 run "$POLICYCTL" explain --config "$P" --json --method CONNECT "plain.test:$O"
-expect_eq "$(jqf .action):$(jqf .rule)" "block:connect-port" "explain = proxy for a CONNECT"
+expect_eq "$(jqf .action):$(jqf .rule)" "allow:unlisted-host" "explain = proxy for the CONNECT itself"
 run pcurl -p -D "$T/h" -o "$T/b" "http://127.0.0.1:$O/hello"
 expect_eq "$(status_of "$T/h")" 200 "CONNECT to an allowlisted address opens a tunnel"
 expect_eq "$(stat -c %s "$T/b")" 100 "the tunnel carries the exchange"

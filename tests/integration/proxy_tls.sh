@@ -8,7 +8,11 @@
 # POST blocked inside TLS, GraphQL query/mutation over HTTPS (block and flag
 # modes), upstream certificate problems -> 502 and audited, SNI/CONNECT
 # mismatch refused, Host mismatch refused, a client that does not trust the
-# CA audited with a hint, passthrough tunnelled untouched, WebSocket echo
+# CA audited with a hint and a readable error, passthrough tunnelled
+# untouched (its ClientHello read first: another SNI, or bytes that are not
+# TLS, are cut), HTTPS to another port of an unlisted host intercepted like
+# 443 and plain HTTP or other bytes inside such a tunnel cut, connect events
+# carrying the SNI, upstream TLS errors audited as sentences, WebSocket echo
 # (wss and ws), the leaf verifies against the run CA, the CA key is in no
 # file egressd writes, its environment or its arguments, large bodies both
 # ways and pipelined requests in one record arrive intact, idle
@@ -73,6 +77,56 @@ for o in wrong rogue; do
 	}
 done
 
+# A second HTTPS origin on another port of the good address: HTTPS to a
+# port other than 443 (as 8443 would be), and its plain port.
+python3 "$ORIGIN_PY" --log "$T/alt.jsonl" --bind "$GOOD" --parent $$ --port-file "$T/alt.port" \
+    --tls-cert "$P/good.pem" --tls-key "$P/good.key" --tls-port-file "$T/alt.tls" >"$T/alt.out" 2>&1 &
+track_pid $!
+wait_file "$T/alt.tls" 10 && wait_file "$T/alt.port" 10 || {
+	echo "origin alt did not start: $(cat "$T/alt.out")" >&2
+	exit 1
+}
+ALT=$(cat "$T/alt.tls") ALT_PLAIN=$(cat "$T/alt.port")
+# Two upstreams that fail the TLS handshake, on the good address: one
+# answers a ClientHello with an SSH banner, one closes the connection.
+for mode in banner close; do
+	python3 - "$GOOD" "$T/$mode.port" "$mode" $$ >"$T/$mode.out" 2>&1 <<'PY' &
+import os, socket, sys, time
+addr, port_file, mode, parent = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+ls = socket.socket()
+ls.bind((addr, 0))
+ls.listen(16)
+ls.settimeout(1.0)
+with open(port_file + ".tmp", "w") as f:
+    f.write("%d\n" % ls.getsockname()[1])
+os.rename(port_file + ".tmp", port_file)
+deadline = time.time() + 600
+while time.time() < deadline:
+    try:
+        os.kill(parent, 0)
+    except OSError:
+        break
+    try:
+        c, _ = ls.accept()
+    except socket.timeout:
+        continue
+    c.settimeout(5.0)
+    try:
+        c.recv(4096)
+        if mode == "banner":
+            c.sendall(b"SSH-2.0-OpenSSH_9.2\r\n")
+    except OSError:
+        pass
+    c.close()
+PY
+	track_pid $!
+	wait_file "$T/$mode.port" 10 || {
+		echo "the $mode server did not start: $(cat "$T/$mode.out")" >&2
+		exit 1
+	}
+done
+BANNER=$(cat "$T/banner.port") CLOSER=$(cat "$T/close.port")
+
 cat >"$T/policy.yaml" <<EOF
 version: 1
 network:
@@ -101,8 +155,8 @@ expect_eq "$(printf '%s' "$line" | jq -r .sni)" origin.test "upstream TLS sends 
 expect_eq "$(printf '%s' "$line" | jq -r .cipher)" TLS_AES_128_GCM_SHA256 \
     "upstream TLS offers AES-128-GCM first (the origin takes the client's order)"
 expect_eq "$(printf '%s' "$line" | jq -r .method)" GET "origin got the GET, origin-form"
-expect_eq "$(audit_last '.event == "connect" and .host == "origin.test"' | jq -r '[.action, .tls, .status, .port] | @tsv')" \
-    "allow	intercept	200	443" "CONNECT audited as intercepted"
+expect_eq "$(audit_last '.event == "connect" and .host == "origin.test"' | jq -r '[.action, .tls, .status, .port, .sni] | @tsv')" \
+    "allow	intercept	200	443	origin.test" "CONNECT audited as intercepted, with the SNI the client sent"
 expect_eq "$(audit_last '.event == "http" and .path == "/hello"' | jq -r '[.action, .scheme, .method, .status, .host, .addr] | @tsv')" \
     "allow	https	GET	200	origin.test	$GOOD" "request inside TLS audited with scheme https"
 
@@ -243,14 +297,17 @@ sleep 0.2
 line=$(audit_last '.event == "tls" and .host == "origin.test" and .hint != null')
 expect_contains "$line" "$EGCA" "tls audit event hints at the CA file"
 expect_contains "$line" "NODE_EXTRA_CA_CERTS" "and at the variables that install it"
+expect_eq "$(printf '%s' "$line" | jq -r .error)" \
+    'the client refused the handshake with the TLS alert "unknown CA": it does not trust the CA that issued the certificate' \
+    "the error is a sentence, not an OpenSSL code"
 
 # --- SNI that differs from the CONNECT host ---
 run timeout 20 openssl s_client -proxy "127.0.0.1:$EG_PORT" -connect origin.test:443 \
     -servername evil.test -CAfile "$EGCA" </dev/null
 [ "$RC" -ne 0 ] && ok || bad "a handshake with SNI evil.test inside CONNECT origin.test must fail"
 sleep 0.2
-expect_eq "$(audit_last '.event == "tls" and .rule == "sni-mismatch"' | jq -r '[.host, .sni, .action] | @tsv')" \
-    "origin.test	evil.test	block" "SNI mismatch audited"
+expect_eq "$(audit_last '.rule == "sni-mismatch"' | jq -r '[.event, .host, .sni, .action, .tls] | @tsv')" \
+    "connect	origin.test	evil.test	block	intercept" "SNI mismatch audited on the CONNECT"
 
 # --- cipher suites towards the client ---
 # suite_with ARGS...: the suite a client offering what ARGS say is given.
@@ -286,6 +343,105 @@ expect_eq "$(audit_last '.event == "connect" and .host == "pass.test"' | jq -r '
     "allow	passthrough" "passthrough audited"
 run pcurl --cacert "$P/testca.pem" -o /dev/null -w '%{http_code}' -d 'x=1' https://pass.test/echo
 expect_eq "$OUT" 200 "passthrough is decided by name only (a POST inside is not seen)"
+sleep 0.2
+expect_eq "$(audit_last '.event == "connect" and .host == "pass.test"' | jq -r '[.action, .tls, .sni] | @tsv')" \
+    "allow	passthrough	pass.test" "a passthrough connect event carries the SNI"
+# Domain fronting: a tunnel opened for the passthrough name, a ClientHello
+# for another name the same server holds. egressd reads the ClientHello
+# before it relays a byte, and cuts the tunnel.
+before=$(origin_count 'select(.target == "/hello")')
+printf 'GET /hello HTTP/1.1\r\nHost: origin.test\r\nConnection: close\r\n\r\n' >"$T/front.req"
+run timeout 20 openssl s_client -quiet -proxy "127.0.0.1:$EG_PORT" -connect pass.test:443 \
+    -servername origin.test -CAfile "$P/testca.pem" -ign_eof <"$T/front.req"
+[ "$RC" -ne 0 ] && ok || bad "a passthrough tunnel whose SNI names another host must be cut ($OUT)"
+expect_eq "$(printf '%s' "$OUT" | grep -c 'hello from origin')" 0 "no answer came through it"
+expect_eq "$(origin_count 'select(.target == "/hello")')" "$before" "nothing reached the origin"
+sleep 0.2
+OUT=$(audit_last '.event == "connect" and .host == "pass.test"')
+expect_eq "$(jqf '[.action, .rule, .source, .sni, .tls] | @tsv')" \
+    "block	sni-mismatch	builtin	origin.test	passthrough" "the cut passthrough tunnel is audited"
+expect_contains "$(jqf .reason)" "origin.test differs from the CONNECT host pass.test" "with a readable reason"
+# No SNI at all: the tunnel still reaches only the decided host; allowed.
+run timeout 20 openssl s_client -proxy "127.0.0.1:$EG_PORT" -connect pass.test:443 -noservername \
+    -CAfile "$P/testca.pem" -verify_return_error </dev/null
+expect_rc 0 "a passthrough ClientHello without SNI goes through"
+sleep 0.2
+expect_eq "$(audit_last '.event == "connect" and .host == "pass.test"' | jq -r '[.action, .tls, .sni // "-"] | @tsv')" \
+    "allow	passthrough	-" "and is audited without sni"
+# Bytes that are not TLS: a passthrough tunnel carries TLS only.
+run pcurl -p -o /dev/null http://pass.test:443/hello
+[ "$RC" -ne 0 ] && ok || bad "plain HTTP inside a passthrough tunnel must be cut"
+sleep 0.2
+expect_eq "$(audit_last '.event == "connect" and .host == "pass.test"' | jq -r '[.action, .rule, .tls] | @tsv')" \
+    "block	not-tls	passthrough" "plain HTTP in a passthrough tunnel audited"
+
+# --- HTTPS on another port of an unlisted host: intercepted exactly as on 443 ---
+run tcurl -o "$T/body" -w '%{http_code} %{ssl_verify_result}' "https://origin.test:$ALT/hello"
+expect_eq "$OUT" "200 0" "HTTPS to port $ALT of an unlisted host, verified against the run CA"
+expect_contains "$(cat "$T/body")" "hello from origin" "its response body"
+expect_eq "$(audit_last ".event == \"connect\" and .port == $ALT" | jq -r '[.action, .rule, .tls, .sni] | @tsv')" \
+    "allow	unlisted-host	intercept	origin.test" "the CONNECT to port $ALT is intercepted"
+line=$(jq -c 'select(.target == "/hello")' "$T/alt.jsonl" | tail -n 1)
+expect_eq "$(printf '%s' "$line" | jq -r '[.tls, .sni] | @tsv')" "true	origin.test" \
+    "the upstream leg is TLS to origin.test:$ALT"
+expect_eq "$(printf '%s' "$line" | jq -r '.headers[] | select(.[0] | ascii_downcase == "host") | .[1]')" \
+    "origin.test:$ALT" "with the port in its Host"
+expect_eq "$(audit_last ".event == \"http\" and .port == $ALT" | jq -r '[.action, .scheme, .method, .status] | @tsv')" \
+    "allow	https	GET	200" "the GET inside is decided and audited"
+run tcurl -o "$T/body" -w '%{http_code}' -d 'x=1' "https://origin.test:$ALT/echo"
+expect_eq "$OUT" 403 "POST inside TLS on port $ALT is blocked"
+expect_eq "$(jq -c 'select(.method == "POST")' "$T/alt.jsonl" | wc -l)" 0 "and never reached the origin"
+expect_eq "$(audit_last ".event == \"http\" and .port == $ALT and .method == \"POST\"" | jq -r '[.action, .rule, .status] | @tsv')" \
+    "block	method-not-allowed	403" "the blocked POST audited"
+run tcurl -o "$T/body" -w '%{http_code}' "https://other.test:$ALT/hello"
+expect_eq "$OUT" 502 "the upstream certificate is checked on port $ALT too (it does not name other.test)"
+expect_contains "$(cat "$T/body")" "certificate verify failed" "and the 502 says so"
+# Plain HTTP sent inside such a tunnel (curl -p), to a port where a plain
+# HTTP server listens: cut, audited, never relayed.
+before=$(jq -c 'select(.target == "/hello")' "$T/alt.jsonl" | wc -l)
+run pcurl -p -o /dev/null "http://origin.test:$ALT_PLAIN/hello"
+[ "$RC" -ne 0 ] && ok || bad "plain HTTP inside a CONNECT to an unlisted host must be cut"
+expect_eq "$(jq -c 'select(.target == "/hello")' "$T/alt.jsonl" | wc -l)" "$before" "it never reached the HTTP server"
+sleep 0.2
+OUT=$(audit_last ".event == \"connect\" and .port == $ALT_PLAIN")
+expect_eq "$(jqf '[.action, .rule, .source, .tls] | @tsv')" "block	not-tls	builtin	intercept" \
+    "plain HTTP in an intercepted tunnel audited"
+expect_contains "$(jqf .reason)" "plain HTTP" "with a reason that says what came"
+# Another protocol (an SSH banner) after the 200: cut as well.
+run timeout 20 python3 - "$EG_PORT" <<'PY'
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10)
+s.sendall(b"CONNECT origin.test:22 HTTP/1.1\r\nHost: origin.test:22\r\n\r\n")
+head = b""
+while b"\r\n\r\n" not in head:
+    b = s.recv(4096)
+    if not b:
+        break
+    head += b
+print(head.split(b"\r\n")[0].decode())
+s.sendall(b"SSH-2.0-OpenSSH_9.2\r\n")
+try:
+    print("closed" if s.recv(4096) == b"" else "open")
+except ConnectionResetError:
+    print("closed")
+PY
+expect_eq "$(printf '%s' "$OUT" | tr '\n' ' ')" "HTTP/1.1 200 Connection established closed" \
+    "an SSH banner inside a CONNECT to port 22 is cut"
+sleep 0.2
+expect_eq "$(audit_last '.event == "connect" and .port == 22' | jq -r '[.action, .rule] | @tsv')" \
+    "block	not-tls" "and audited"
+
+# --- upstream TLS errors are audited as sentences ---
+run tcurl -o "$T/body" -w '%{http_code}' "https://origin.test:$BANNER/hello"
+expect_eq "$OUT" 502 "an upstream that does not speak TLS -> 502"
+OUT=$(audit_last ".event == \"tls\" and .port == $BANNER")
+expect_eq "$(jqf '[.rule, .error] | @tsv')" "upstream-tls	the server did not speak TLS (wrong version number)" \
+    "its audit error is a sentence"
+run tcurl -o "$T/body" -w '%{http_code}' "https://origin.test:$CLOSER/hello"
+expect_eq "$OUT" 502 "an upstream that closes during the handshake -> 502"
+OUT=$(audit_last ".event == \"tls\" and .port == $CLOSER")
+expect_eq "$(jqf '[.rule, .error] | @tsv')" \
+    "upstream-tls	the server closed the connection during the TLS handshake" "its audit error is a sentence"
 
 # --- WebSocket echo, over wss (intercepted) and ws ---
 run python3 "$SRC_DIR/tests/integration/wsclient.py" --proxy "127.0.0.1:$EG_PORT" \

@@ -162,7 +162,10 @@ test_order(void **state)
 	       "base.yaml:3");
 	expect(p, &(struct req){NULL, "x.segment.io:443", NULL, NULL}, ACTION_BLOCK, "*.segment.io",
 	       NULL);
-	/* A tunnel: port 443 for unlisted hosts, any port for allowlisted ones. */
+	/*
+	 * A tunnel: any port, for unlisted hosts too (the proxy intercepts
+	 * those and cuts what is not TLS); the lists decide as for requests.
+	 */
 	{
 		static const struct {
 			const char *url;
@@ -170,8 +173,9 @@ test_order(void **state)
 			const char *rule;
 		} t[] = {
 		    {"example.com:443", ACTION_ALLOW, "unlisted-host"},
-		    {"example.com:22", ACTION_BLOCK, "connect-port"},
-		    {"example.com:8443", ACTION_BLOCK, "connect-port"},
+		    {"example.com:22", ACTION_ALLOW, "unlisted-host"},
+		    {"example.com:8443", ACTION_ALLOW, "unlisted-host"},
+		    {"x.segment.io:8443", ACTION_BLOCK, "*.segment.io"},
 		    {"api.anthropic.com:22", ACTION_ALLOW, "api.anthropic.com"},
 		    {"x.segment.io:443", ACTION_BLOCK, "*.segment.io"},
 		};
@@ -286,6 +290,11 @@ test_modes(void **state)
 	       "api.anthropic.com", NULL);
 	expect(p, &(struct req){"GET", "https://x.segment.io/", NULL, NULL}, ACTION_BLOCK,
 	       "*.segment.io", NULL);
+	/* Tunnels to unlisted hosts stay closed on every port. */
+	expect(p, &(struct req){"CONNECT", "example.com:8443", NULL, NULL}, ACTION_BLOCK,
+	       "strict-default-deny", NULL);
+	expect(p, &(struct req){"CONNECT", "example.com:443", NULL, NULL}, ACTION_BLOCK,
+	       "strict-default-deny", NULL);
 	policy_unref(p);
 
 	/* Off blocks even the allowlist. */
@@ -294,6 +303,8 @@ test_modes(void **state)
 	       "mode-off", "off.yaml:3");
 	expect(p, &(struct req){NULL, "example.com:443", NULL, NULL}, ACTION_BLOCK, "mode-off",
 	       NULL);
+	expect(p, &(struct req){"CONNECT", "api.anthropic.com:8443", NULL, NULL}, ACTION_BLOCK,
+	       "mode-off", NULL);
 	policy_unref(p);
 
 	/* Flag: violations pass and say so; the blocklist still blocks. */

@@ -5,8 +5,8 @@
  * a socketpair. Checks: the handshake, requests pipelined in one record
  * all arrive, megabytes both ways arrive intact, the end of the stream
  * comes after the data before it, records still queued when a side is
- * freed are written out before the socket closes, and the trust store
- * check before READY.
+ * freed are written out before the socket closes, the trust store check
+ * before READY, and OpenSSL errors put in words for the audit.
  */
 #include <setjmp.h>
 #include <signal.h>
@@ -23,8 +23,11 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/event.h>
+#include <errno.h>
+#include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
+#include <openssl/ssl.h>
 #include <openssl/x509.h>
 
 #include "proxy.h"
@@ -417,6 +420,73 @@ test_store_check(void **state)
 	assert_int_equal(system(cmd), 0);
 }
 
+/*
+ * OpenSSL errors as the audit shows them: sentences for the reasons met
+ * on either leg, the code in brackets only for the rest, nothing for the
+ * bare SSL_get_error codes libevent queues among them.
+ */
+static void
+test_error_text(void **state)
+{
+	static const struct {
+		unsigned long e;
+		const char *peer;
+		const char *want; /* NULL: says nothing */
+	} t[] = {
+	    {ERR_PACK(ERR_LIB_SSL, 0, SSL_AD_REASON_OFFSET + SSL_AD_UNKNOWN_CA), "the client",
+	     "the client refused the handshake with the TLS alert \"unknown CA\": it does not "
+	     "trust the CA that issued the certificate"},
+	    {ERR_PACK(ERR_LIB_SSL, 0, SSL_AD_REASON_OFFSET + SSL_AD_HANDSHAKE_FAILURE),
+	     "the server",
+	     "the server refused the handshake with the TLS alert \"handshake failure\": no TLS "
+	     "parameters in common (version, cipher suite or group)"},
+	    {ERR_PACK(ERR_LIB_SSL, 0, SSL_AD_REASON_OFFSET + SSL_AD_DECODE_ERROR), "the server",
+	     "the server refused the handshake with the TLS alert \"decode error\""},
+	    {ERR_PACK(ERR_LIB_SSL, 0, SSL_R_WRONG_VERSION_NUMBER), "the server",
+	     "the server did not speak TLS (wrong version number)"},
+	    {ERR_PACK(ERR_LIB_SSL, 0, SSL_R_HTTP_REQUEST), "the client",
+	     "the client sent a plain HTTP request where TLS was expected"},
+	    {ERR_PACK(ERR_LIB_SSL, 0, SSL_R_NO_SHARED_CIPHER), "the client",
+	     "the client offered no cipher suite egressd accepts (ECDHE with AES-GCM or "
+	     "ChaCha20-Poly1305)"},
+	    {ERR_PACK(ERR_LIB_SSL, 0, SSL_R_UNSUPPORTED_PROTOCOL), "the client",
+	     "the client offered no TLS version egressd accepts (1.2 or later)"},
+	    {ERR_PACK(ERR_LIB_SSL, 0, SSL_R_UNEXPECTED_EOF_WHILE_READING), "the server",
+	     "the server closed the connection during the TLS handshake"},
+	    {ERR_PACK(ERR_LIB_SSL, 0, SSL_R_CERTIFICATE_VERIFY_FAILED), "the server",
+	     "certificate verify failed: the server's certificate is not trusted"},
+	    {ERR_SYSTEM_FLAG | ECONNRESET, "the server",
+	     "the connection to the server failed: Connection reset by peer"},
+	    {ERR_PACK(ERR_LIB_SSL, 0, SSL_R_BAD_SIGNATURE), "the server",
+	     "the TLS handshake with the server failed: bad signature [error:0A00007B]"},
+	    {SSL_ERROR_SYSCALL, "the client", NULL},
+	    {SSL_ERROR_SSL, "the client", NULL},
+	};
+	char out[256];
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof t / sizeof t[0]; i++) {
+		out[0] = '\0';
+		if (t[i].want == NULL) {
+			assert_int_equal(tls_error_text(t[i].e, t[i].peer, out, sizeof out), 0);
+			continue;
+		}
+		assert_int_equal(tls_error_text(t[i].e, t[i].peer, out, sizeof out), 1);
+		if (strcmp(out, t[i].want) != 0)
+			fail_msg("error %08lx: got \"%s\", want \"%s\"", t[i].e, out, t[i].want);
+	}
+	/* The trust hint follows the client's words, not OpenSSL's codes. */
+	tls_error_text(ERR_PACK(ERR_LIB_SSL, 0, SSL_AD_REASON_OFFSET + SSL_AD_BAD_CERTIFICATE),
+	               "the client", out, sizeof out);
+	assert_true(tls_error_is_trust(out));
+	tls_error_text(ERR_PACK(ERR_LIB_SSL, 0, SSL_R_NO_SHARED_CIPHER), "the client", out,
+	               sizeof out);
+	assert_false(tls_error_is_trust(out));
+	assert_true(
+	    tls_error_is_trust("the client closed the connection during the TLS handshake"));
+}
+
 int
 main(void)
 {
@@ -426,6 +496,7 @@ main(void)
 	    cmocka_unit_test_setup_teardown(test_end_after_data, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_linger_after_free, setup, teardown),
 	    cmocka_unit_test(test_store_check),
+	    cmocka_unit_test(test_error_text),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

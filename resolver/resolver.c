@@ -161,9 +161,10 @@ resolver_strerror(int err)
 	return "blocked by the CNAME chain";
 }
 
+/* One dns audit event; rcode < 0 when nothing was sent back. */
 static void
 resolver_audit(struct resolver *r, const struct msg_query *q, const struct resolver_client *c,
-               const struct decision *d, unsigned rcode, int cached, const char *error)
+               const struct decision *d, int rcode, int cached, const char *error)
 {
 	struct audit_event ev;
 	char client[64], tbuf[16];
@@ -186,7 +187,7 @@ resolver_audit(struct resolver *r, const struct msg_query *q, const struct resol
 		ev.source = d->source;
 		ev.reason = d->reason;
 	}
-	ev.rcode = msg_rcode_name(rcode);
+	ev.rcode = rcode >= 0 ? msg_rcode_name((unsigned)rcode) : NULL;
 	ev.cached = cached;
 	ev.error = error;
 	audit_write(r->audit, &ev);
@@ -201,6 +202,31 @@ resolver_reply_simple(struct resolver *r, const struct msg_query *q,
 
 	if ((len = msg_reply_simple(q, rcode, ede, text, r->scratch, sizeof r->scratch)) > 0)
 		listen_reply(r, c, r->scratch, len);
+}
+
+/*
+ * A query the resolver does not answer as asked: malformed (FORMERR, or
+ * nothing back when not even a header came or it is a response), or of
+ * a kind it does not serve (NOTIMP, REFUSED, BADVERS). Audited as a
+ * block with its own rule, like every other decision.
+ */
+static void
+resolver_refuse(struct resolver *r, const struct msg_query *q, const struct resolver_client *c,
+                int rcode, const char *err)
+{
+	struct decision d;
+	int malformed = rcode < 0 || rcode == MSG_FORMERR;
+
+	memset(&d, 0, sizeof d);
+	d.action = ACTION_BLOCK;
+	str_copy(d.rule, sizeof d.rule, malformed ? "malformed-query" : "unsupported-query");
+	str_copy(d.source, sizeof d.source, "builtin");
+	str_copy(d.reason, sizeof d.reason,
+	         malformed ? "not a well-formed DNS query"
+	                   : "a kind of query the resolver does not serve");
+	if (rcode >= 0)
+		resolver_reply_simple(r, q, c, (unsigned)rcode, -1, NULL);
+	resolver_audit(r, q, c, &d, rcode, 0, err);
 }
 
 static void
@@ -341,10 +367,7 @@ resolver_query(struct resolver *r, const uint8_t *p, size_t len, struct resolver
 
 	if ((err = msg_parse_query(p, len, &q, &rcode)) != NULL) {
 		log_debug("dns query dropped or refused: %s", err);
-		if (rcode < 0)
-			return;
-		resolver_reply_simple(r, &q, c, (unsigned)rcode, -1, NULL);
-		resolver_audit(r, &q, c, NULL, (unsigned)rcode, 0, err);
+		resolver_refuse(r, &q, c, rcode, err);
 		return;
 	}
 	d = resolver_decide(r, q.name, &scratch);

@@ -7,8 +7,9 @@
 # DNS-over-HTTPS list; ECH removed from HTTPS records; TTL caching, expiry
 # and negative caching; coalescing of identical concurrent questions;
 # truncation and the client's TCP retry; pipelined TCP queries; malformed
-# queries answered FORMERR while the daemon keeps serving; the dns audit
-# events; strict and off modes.
+# queries answered FORMERR and unsupported ones REFUSED or NOTIMP while the
+# daemon keeps serving; the dns audit events (every one with its action and
+# rule, malformed queries included); strict and off modes.
 
 . "$SRC_DIR/tests/integration/dns/lib.sh"
 
@@ -170,6 +171,42 @@ got.append(str(r[5] & 15) if len(r) >= 6 else "-")
 print(" ".join(got))
 EOF
 expect_eq "$(cat "$T/malformed")" "1 1 1 1 1 - 1" "malformed queries: FORMERR, silence without a header"
+# Queries of a kind the resolver does not serve: REFUSED (class CH, a zone
+# transfer), NOTIMP (an opcode other than QUERY), and a response sent to it.
+python3 - "$DNS_PORT" >"$T/unsupported" <<'EOF'
+import socket, sys
+port = int(sys.argv[1])
+q = bytes.fromhex("01610474657374 00")  # a.test
+cases = [
+    bytes.fromhex("bee1 0100 0001 0000 0000 0000") + q + bytes.fromhex("0010 0003"),  # TXT CH
+    bytes.fromhex("bee2 0100 0001 0000 0000 0000") + q + bytes.fromhex("00fc 0001"),  # AXFR
+    bytes.fromhex("bee3 2100 0001 0000 0000 0000") + q + bytes.fromhex("0001 0001"),  # opcode 4
+    bytes.fromhex("bee4 8180 0001 0000 0000 0000") + q + bytes.fromhex("0001 0001"),  # a response
+]
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.settimeout(2)
+got = []
+for c in cases:
+    s.sendto(c, ("127.0.0.1", port))
+    try:
+        r, _ = s.recvfrom(4096)
+        got.append(str(r[3] & 15))
+    except socket.timeout:
+        got.append("-")
+print(" ".join(got))
+EOF
+expect_eq "$(cat "$T/unsupported")" "5 5 4 -" "unsupported queries: REFUSED, NOTIMP, silence for a response"
+sleep 0.3
+# Every dns event carries action and rule, the malformed and refused ones too.
+expect_eq "$(jq -c 'select(.event == "dns" and (.action == null or .rule == null or .source == null))' "$EG_AUDIT" | wc -l)" 0 \
+    "every dns audit event names its action, rule and source"
+expect_eq "$(jq -r 'select(.event == "dns" and .rule == "malformed-query") | [.action, .rcode // "-"] | join(" ")' "$EG_AUDIT" | sort | uniq -c | awk '{print $1, $2, $3}' | tr '\n' ',')" \
+    "2 block -,6 block FORMERR," "malformed queries audited as blocks (FORMERR, or no answer at all)"
+expect_eq "$(jq -r 'select(.event == "dns" and .rule == "unsupported-query") | [.action, .rcode, .error] | join(" ")' "$EG_AUDIT" | tr '\n' ',')" \
+    "block REFUSED only class IN is served,block REFUSED zone transfers are not served,block NOTIMP opcode not supported," \
+    "unsupported queries audited as blocks, with what was refused"
+expect_eq "$(audit_last '.event == "dns" and .error == "a response, not a query"' | jq -r '[.action, .rule, .source] | @tsv')" \
+    "block	malformed-query	builtin" "a response sent to the resolver is audited too"
 dq www.example.test A
 expect_eq "$(dq_answers A)" 198.18.0.10 "still serving after malformed queries"
 kill -0 "$EG_PID" 2>/dev/null && ok || bad "egressd died"

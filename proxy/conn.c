@@ -133,7 +133,9 @@ conn_audit(struct conn *c)
 	ev.method = method;
 	ev.path = c->x->path;
 	ev.status = c->x->status ? c->x->status : -1;
-	ev.bytes_up = c->x->req_body.bytes;
+	/* Towards the destination only: a held body that was refused never left. */
+	ev.bytes_up = c->x->req_body.bytes -
+	              (c->x->held != NULL ? (int64_t)evbuffer_get_length(c->x->held) : 0);
 	ev.bytes_down = c->x->resp_body.bytes;
 	ev.duration_ms = (int64_t)(time_mono_ms() - c->x->t_start);
 	if (c->x->decision.graphql_present)

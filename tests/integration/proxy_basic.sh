@@ -78,6 +78,7 @@ expect_eq "$(origin_count 'select(.method)')" "$before" "blocked POST never reac
 OUT=$(audit_last '.event == "http" and .method == "POST" and .host == "plain.test"')
 expect_eq "$(jqf .action):$(jqf .rule):$(jqf .status)" "block:method-not-allowed:403" "POST audited block"
 expect_eq "$(jqf .source)" "$P:7" "block audited with its source"
+expect_eq "$(jqf '.bytes_up // 0')" 0 "a blocked POST sent no body bytes towards the destination"
 
 # --- blocklisted name: 403 before any resolution ---
 run pcurl -D "$T/h" -o "$T/b" "http://blocked.test:$O/hello"
@@ -161,6 +162,7 @@ expect_eq "$(status_of "$T/h")" 200 "GraphQL query POST allowed"
 expect_eq "$(jqf .sha256)" "$(sha256sum <"$T/q.json" | cut -d' ' -f1)" "GraphQL query body intact"
 OUT=$(audit_last '.event == "http" and .graphql != null and .graphql.operation == "query"')
 expect_eq "$(jqf .action)" allow "GraphQL query audited allow"
+expect_eq "$(jqf .bytes_up)" "$(stat -c %s "$T/q.json")" "the held and sent query counted in bytes_up"
 GQ="$(jqf .action):$(jqf .rule)"
 before=$(origin_count 'select(.method == "POST")')
 run pcurl -D "$T/h" -o "$T/b" -H 'Content-Type: application/json' --data-binary @"$T/m.json" \
@@ -169,6 +171,7 @@ expect_eq "$(status_of "$T/h")" 403 "GraphQL mutation blocked"
 expect_eq "$(origin_count 'select(.method == "POST")')" "$before" "mutation never reached the origin"
 OUT=$(audit_last '.event == "http" and .graphql.operation == "mutation"')
 expect_eq "$(jqf .action)" block "GraphQL mutation audited block"
+expect_eq "$(jqf '.bytes_up // 0')" 0 "the held and refused mutation is not counted in bytes_up"
 GM="$(jqf .action):$(jqf .rule)"
 run "$POLICYCTL" explain --config "$P" --json --method POST --content-type application/json \
     --body "$T/q.json" "http://plain.test:$O/echo"

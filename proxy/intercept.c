@@ -280,7 +280,7 @@ intercept_tls_failed(struct conn *c, const char *error)
 		    "the client may not trust egressd's CA: give it %s (NODE_EXTRA_CA_CERTS=%s; "
 		    "SSL_CERT_FILE, REQUESTS_CA_BUNDLE, CURL_CA_BUNDLE, GIT_SSL_CAINFO=%s)",
 		    ca, ca, bundle != NULL ? bundle : ca);
-	intercept_audit(c, NULL, "TLS handshake with the client failed", error,
+	intercept_audit(c, "client-tls", "TLS handshake with the client failed", error,
 	                hint[0] ? hint : NULL);
 	conn_close(c, "TLS handshake failed");
 }

@@ -297,6 +297,8 @@ sleep 0.2
 line=$(audit_last '.event == "tls" and .host == "origin.test" and .hint != null')
 expect_contains "$line" "$EGCA" "tls audit event hints at the CA file"
 expect_contains "$line" "NODE_EXTRA_CA_CERTS" "and at the variables that install it"
+expect_eq "$(printf '%s' "$line" | jq -r '[.action, .rule, .source] | @tsv')" "block	client-tls	builtin" \
+    "the tls event names its rule"
 expect_eq "$(printf '%s' "$line" | jq -r .error)" \
     'the client refused the handshake with the TLS alert "unknown CA": it does not trust the CA that issued the certificate' \
     "the error is a sentence, not an OpenSSL code"

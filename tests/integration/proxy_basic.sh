@@ -217,6 +217,28 @@ expect_contains "$(jqf .reason)" "plain HTTP" "and the reason says what the clie
 expect_eq "$(origin_count 'select(.target == "/hello")')" "$before" "nothing reached the origin"
 run "$POLICYCTL" explain --config "$P" --json --method CONNECT "plain.test:$O"
 expect_eq "$(jqf .action):$(jqf .rule)" "allow:unlisted-host" "explain = proxy for the CONNECT itself"
+# A client that opens the tunnel and sends nothing is cut after
+# --header-timeout (2 s here), and the CONNECT is audited with why.
+run timeout 20 python3 - "$EG_PORT" <<'EOF'
+import socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=15)
+s.sendall(b"CONNECT silent.test:8443 HTTP/1.1\r\nHost: silent.test:8443\r\n\r\n")
+head = b""
+while b"\r\n\r\n" not in head:
+    head += s.recv(4096)
+t0 = time.time()
+try:
+    s.recv(4096)
+except OSError:
+    pass
+print(head.split(b"\r\n")[0].decode(), round(time.time() - t0))
+EOF
+expect_eq "${OUT% *}" "HTTP/1.1 200 Connection established" "a silent client gets its tunnel"
+secs=${OUT##* }
+expect_eq "$([ "$secs" -ge 1 ] && [ "$secs" -le 6 ] && echo yes)" yes "and is cut after the header timeout (${secs} s)"
+sleep 0.2
+OUT=$(audit_last '.event == "connect" and .host == "silent.test"')
+expect_eq "$(jqf .error)" "no TLS ClientHello in time" "the cut is audited with why"
 run pcurl -p -D "$T/h" -o "$T/b" "http://127.0.0.1:$O/hello"
 expect_eq "$(status_of "$T/h")" 200 "CONNECT to an allowlisted address opens a tunnel"
 expect_eq "$(stat -c %s "$T/b")" 100 "the tunnel carries the exchange"

@@ -377,6 +377,17 @@ sleep 0.2
 expect_eq "$(audit_last '.event == "connect" and .host == "pass.test"' | jq -r '[.action, .rule, .tls] | @tsv')" \
     "block	not-tls	passthrough" "plain HTTP in a passthrough tunnel audited"
 
+# A ClientHello that reaches egressd in two pieces is read whole before the
+# decision, intercepted or passthrough.
+SPLIT="$SRC_DIR/tests/integration/tlssplit.py"
+run timeout 30 python3 "$SPLIT" --proxy "$EG_PORT" --connect origin.test:443 --cafile "$EGCA" /hello
+expect_eq "${OUT% *}" "HTTP/1.1 200" "an intercepted ClientHello sent in two pieces ($ERR)"
+run timeout 30 python3 "$SPLIT" --proxy "$EG_PORT" --connect pass.test:443 --cafile "$P/testca.pem" /hello
+expect_eq "${OUT% *}" "HTTP/1.1 200" "a passthrough ClientHello sent in two pieces ($ERR)"
+run timeout 30 python3 "$SPLIT" --proxy "$EG_PORT" --connect pass.test:443 --sni origin.test \
+    --cafile "$P/testca.pem" /hello
+expect_contains "$OUT" "closed" "a split ClientHello naming another host is cut all the same"
+
 # --- HTTPS on another port of an unlisted host: intercepted exactly as on 443 ---
 run tcurl -o "$T/body" -w '%{http_code} %{ssl_verify_result}' "https://origin.test:$ALT/hello"
 expect_eq "$OUT" "200 0" "HTTPS to port $ALT of an unlisted host, verified against the run CA"

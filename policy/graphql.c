@@ -56,6 +56,8 @@ graphql_result_set(struct gql_result *res, enum gql_op op, const char *reason)
 	res->op = op;
 	res->name[0] = '\0';
 	res->reason = reason;
+	res->pure = 0;
+	res->impure = NULL;
 }
 
 /* The "worst" order: anything that is not a query beats a query. */

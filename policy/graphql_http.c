@@ -3,7 +3,9 @@
  * parameters, JSON bodies and batches, application/graphql, form and
  * multipart bodies), read the ways servers read them, then classified by
  * graphql.c's document parser. Whatever cannot be proved a query is
- * GQL_UNKNOWN, never GQL_QUERY.
+ * GQL_UNKNOWN, never GQL_QUERY. Apart from the operation it tells whether
+ * the request is GraphQL over HTTP and nothing else (gql_result.pure):
+ * only then may the GraphQL allowance stand in for the method rules.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -67,12 +69,60 @@ struct gql_params {
 	char *opname;   /* the first operationName, or NULL */
 	int opname_bad; /* several that differ, or one holding a NUL */
 	int persisted;  /* extensions with a persistedQuery */
+	unsigned seen;  /* GQL_MEMBER_* bits of the GraphQL parameters present */
+	int repeated;   /* a GraphQL parameter given twice */
+	int others;     /* a parameter that is not a GraphQL one */
 };
 
 static int
 graphql_key_is(const char *key, size_t keylen, const char *name)
 {
 	return keylen == strlen(name) && strncasecmp(key, name, keylen) == 0;
+}
+
+/*
+ * What a GraphQL-over-HTTP request holds, and nothing else may: in a JSON
+ * object (every entry of a batch), a form body or a GET's URL.
+ */
+static const char *const graphql_members[] = {"query", "operationName", "variables", "extensions"};
+#define GQL_MEMBER_QUERY 0x1u
+
+/* Why a request is not GraphQL over HTTP and nothing else (gql_result.impure). */
+#define GQL_ONLY_MEMBERS "query, operationName, variables and extensions, each once"
+static const char gql_impure_json[] = "the JSON holds more than " GQL_ONLY_MEMBERS;
+static const char gql_impure_form[] = "the form holds more than " GQL_ONLY_MEMBERS;
+static const char gql_impure_url[] = "the URL holds more than " GQL_ONLY_MEMBERS;
+
+/* The bit of a GraphQL member name in any letter case, or 0 for another name. */
+static unsigned
+graphql_member_bit(const char *key, size_t keylen)
+{
+	size_t i;
+
+	for (i = 0; i < EG_NELEM(graphql_members); i++) {
+		if (graphql_key_is(key, keylen, graphql_members[i]))
+			return 1u << i;
+	}
+	return 0;
+}
+
+/* Records one parameter name for the "GraphQL and nothing else" test. */
+static void
+graphql_params_name(struct gql_params *gp, const char *key, size_t keylen)
+{
+	unsigned bit = graphql_member_bit(key, keylen);
+
+	if (bit == 0)
+		gp->others = 1;
+	gp->repeated |= (gp->seen & bit) != 0;
+	gp->seen |= bit;
+}
+
+/* A form or URL that is a GraphQL request only: its parameters, each once, and a query. */
+static int
+graphql_params_only(const struct gql_params *gp)
+{
+	return (gp->seen & GQL_MEMBER_QUERY) && !gp->repeated && !gp->others;
 }
 
 static void
@@ -85,6 +135,9 @@ graphql_form_params(const char *s, size_t len, struct gql_params *gp)
 
 	memset(gp, 0, sizeof *gp);
 	for (p = s; graphql_form_next(&p, end, &key, &keylen, &val, &vallen);) {
+		/* An empty pair ("a=1&&b=2") names nothing a server binds. */
+		if (keylen > 0 || vallen > 0)
+			graphql_params_name(gp, key, keylen);
 		if (graphql_key_is(key, keylen, "operationName")) {
 			gp->opname_bad |= strlen(val) != vallen;
 			if (gp->opname == NULL) {
@@ -125,10 +178,13 @@ graphql_classify_doc_names(const char *doc, size_t len, const char *opname,
 	graphql_merge(res, &r);
 }
 
-/* GraphQL over GET, or in a form body (url: the request's URL parameters). */
+/*
+ * GraphQL over GET, or in a form body (url: the request's URL parameters).
+ * *only: the parameters are a GraphQL request's and nothing else.
+ */
 static void
 graphql_classify_form(const char *s, size_t len, const struct gql_params *url,
-                      struct gql_result *res)
+                      struct gql_result *res, int *only)
 {
 	const char *p, *end = s + len;
 	char *key, *val;
@@ -153,6 +209,7 @@ graphql_classify_form(const char *s, size_t len, const struct gql_params *url,
 	}
 	if (!isgql && gp.persisted)
 		graphql_result_set(res, GQL_UNKNOWN, "persisted query without document");
+	*only = isgql && graphql_params_only(&gp);
 	free(gp.opname);
 }
 
@@ -187,9 +244,27 @@ graphql_json_persisted(json_t *obj, int *dup)
 	return p || (json_is_object(ext) && json_object_get(ext, "persistedQuery") != NULL);
 }
 
+/*
+ * Whether obj holds GraphQL request members only, each spelled once in any
+ * letter case, the query among them. Names are compared with their length:
+ * jansson keeps what follows an escaped NUL.
+ */
+static int
+graphql_json_only(json_t *obj)
+{
+	struct gql_params gp;
+	void *it;
+
+	memset(&gp, 0, sizeof gp);
+	for (it = json_object_iter(obj); it != NULL; it = json_object_iter_next(obj, it))
+		graphql_params_name(&gp, json_object_iter_key(it), json_object_iter_key_len(it));
+	return graphql_params_only(&gp);
+}
+
 /* One JSON request object; GQL_NONE when it is not GraphQL-shaped. */
 static void
-graphql_classify_json_object(json_t *obj, const struct gql_params *url, struct gql_result *res)
+graphql_classify_json_object(json_t *obj, const struct gql_params *url, struct gql_result *res,
+                             int *only)
 {
 	json_t *q, *on;
 	int dup = 0, persisted;
@@ -197,6 +272,7 @@ graphql_classify_json_object(json_t *obj, const struct gql_params *url, struct g
 	q = graphql_json_member(obj, "query", &dup);
 	on = graphql_json_member(obj, "operationName", &dup);
 	persisted = graphql_json_persisted(obj, &dup);
+	*only = graphql_json_only(obj);
 	if (dup)
 		graphql_result_set(res, GQL_UNKNOWN, "member names differ only in case");
 	else if (q == NULL && persisted)
@@ -215,12 +291,14 @@ graphql_classify_json_object(json_t *obj, const struct gql_params *url, struct g
 
 /* A batch is a query only if every entry is; res tells the first that is not. */
 static void
-graphql_classify_json_batch(json_t *arr, const struct gql_params *url, struct gql_result *res)
+graphql_classify_json_batch(json_t *arr, const struct gql_params *url, struct gql_result *res,
+                            int *only)
 {
 	struct gql_result r, first;
 	size_t i, n = json_array_size(arr);
-	int anygql = 0, bad = 0;
+	int anygql = 0, bad = 0, entry_only;
 
+	*only = 0;
 	if (n == 0) {
 		graphql_result_set(res, GQL_UNKNOWN, "empty batch");
 		return;
@@ -231,8 +309,10 @@ graphql_classify_json_batch(json_t *arr, const struct gql_params *url, struct gq
 			return;
 		}
 	}
+	*only = 1;
 	for (i = 0; i < n; i++) {
-		graphql_classify_json_object(json_array_get(arr, i), url, &r);
+		graphql_classify_json_object(json_array_get(arr, i), url, &r, &entry_only);
+		*only &= entry_only;
 		anygql |= r.op != GQL_NONE;
 		if (r.op == GQL_NONE)
 			graphql_result_set(&r, GQL_UNKNOWN, "batch entry without query");
@@ -264,14 +344,19 @@ graphql_json_suspect(const char *body, size_t len)
 	return 0;
 }
 
-/* declared: the content type says JSON; otherwise the body was sniffed. */
+/*
+ * declared: the content type says JSON; otherwise the body was sniffed.
+ * *impure: NULL when the JSON is a GraphQL request and nothing else.
+ */
 static void
 graphql_classify_json(const char *body, size_t len, int declared, const struct gql_params *url,
-                      struct gql_result *res)
+                      struct gql_result *res, const char **impure)
 {
 	json_error_t jerr;
 	json_t *root;
+	int only = 0;
 
+	*impure = "the body is not valid JSON";
 	if ((root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr)) == NULL) {
 		if (declared && graphql_json_suspect(body, len))
 			graphql_result_set(res, GQL_UNKNOWN, "unparsable JSON mentioning query");
@@ -280,11 +365,12 @@ graphql_classify_json(const char *body, size_t len, int declared, const struct g
 		return;
 	}
 	if (json_is_object(root))
-		graphql_classify_json_object(root, url, res);
+		graphql_classify_json_object(root, url, res, &only);
 	else if (json_is_array(root))
-		graphql_classify_json_batch(root, url, res);
+		graphql_classify_json_batch(root, url, res, &only);
 	else
 		graphql_result_set(res, GQL_NONE, "JSON without query");
+	*impure = only ? NULL : gql_impure_json;
 	json_decref(root);
 }
 
@@ -319,21 +405,31 @@ graphql_media(const char *ct)
 	return MEDIA_OTHER;
 }
 
+/*
+ * The body's GraphQL into res; *impure is NULL when the body is a GraphQL
+ * request and nothing else, else why not. A body sniffed as JSON counts
+ * only without a content type: one that names another type is not a
+ * GraphQL-over-HTTP request, whatever a lenient server makes of it.
+ */
 static void
 graphql_classify_body(const char *ct, const char *body, size_t len, int truncated,
-                      const struct gql_params *url, struct gql_result *res)
+                      const struct gql_params *url, struct gql_result *res, const char **impure)
 {
 	enum gql_media m = graphql_media(ct);
 	size_t i;
+	int only = 0;
 
 	graphql_result_set(res, GQL_NONE, "no GraphQL in body");
+	*impure = "the body is not a GraphQL request";
 	if (truncated && (m == MEDIA_JSON || m == MEDIA_GRAPHQL || m == MEDIA_FORM)) {
 		graphql_result_set(res, GQL_UNKNOWN, "body too large to classify");
+		*impure = "body too large to classify";
 		return;
 	}
 	switch (m) {
 	case MEDIA_JSON:
-		graphql_classify_json(body, len, 1, url, res);
+		graphql_classify_json(body, len, 1, url, res, impure);
+		only = *impure == NULL;
 		break;
 	case MEDIA_GRAPHQL:
 		/* The document's operationName can only come from the URL. */
@@ -341,15 +437,19 @@ graphql_classify_body(const char *ct, const char *body, size_t len, int truncate
 			graphql_result_set(res, GQL_UNKNOWN, "conflicting operationName");
 		else
 			graphql_classify_document(body, len, url != NULL ? url->opname : NULL, res);
+		only = 1;
 		break;
 	case MEDIA_FORM:
-		graphql_classify_form(body, len, url, res);
+		graphql_classify_form(body, len, url, res, &only);
+		if (!only)
+			*impure = gql_impure_form;
 		break;
 	case MEDIA_MULTIPART:
 		/* The GraphQL multipart request spec carries its JSON in "operations". */
 		for (i = 0; i + 10 <= len; i++) {
 			if (strncasecmp(body + i, "operations", 10) == 0) {
 				graphql_result_set(res, GQL_UNKNOWN, "multipart GraphQL request");
+				*impure = "a multipart body";
 				break;
 			}
 		}
@@ -358,15 +458,28 @@ graphql_classify_body(const char *ct, const char *body, size_t len, int truncate
 		/* Servers that ignore the content type still read JSON. */
 		for (i = 0; i < len && strchr(" \t\r\n", body[i]) != NULL && body[i] != '\0'; i++)
 			;
-		if (i < len && (body[i] == '{' || body[i] == '['))
-			graphql_classify_json(body, len, 0, url, res);
+		if (i < len && (body[i] == '{' || body[i] == '[')) {
+			graphql_classify_json(body, len, 0, url, res, impure);
+			only = *impure == NULL;
+			if (only && ct != NULL && *ct != '\0') {
+				only = 0;
+				*impure = "a JSON body under another content type";
+			}
+		}
 		break;
 	}
+	if (only && !truncated && res->op != GQL_NONE)
+		*impure = NULL;
 }
 
 /*
- * The method does not matter: servers read URL parameters on POST and
- * bodies on GET, so both are always classified and the worst wins.
+ * The method does not matter to the operation: servers read URL
+ * parameters on POST and bodies on GET, so both are always classified and
+ * the worst wins. It matters to whether the request is GraphQL over HTTP
+ * and nothing else (res->pure): a body that is a GraphQL request only, or
+ * a GET without a body whose URL parameters are a GraphQL request only. A
+ * document in the URL never vouches for a body: "POST /delete?query={a}"
+ * with an empty or other body is not a GraphQL request.
  */
 enum gql_op
 graphql_classify_request(const char *method, const char *content_type, const char *body,
@@ -375,24 +488,27 @@ graphql_classify_request(const char *method, const char *content_type, const cha
 {
 	struct gql_params url;
 	struct gql_result b;
+	const char *impure = "the document is only in the URL, the body is empty";
+	int url_only = 0;
 
 	memset(&url, 0, sizeof url);
 	graphql_result_set(res, GQL_NONE, "not GraphQL");
 	if (query_string != NULL) {
 		graphql_form_params(query_string, strlen(query_string), &url);
-		graphql_classify_form(query_string, strlen(query_string), NULL, res);
+		graphql_classify_form(query_string, strlen(query_string), NULL, res, &url_only);
 	}
 	graphql_result_set(&b, GQL_NONE, "not GraphQL");
 	if (body != NULL || body_truncated)
 		graphql_classify_body(content_type, body != NULL ? body : "",
-		                      body != NULL ? body_len : 0, body_truncated, &url, &b);
+		                      body != NULL ? body_len : 0, body_truncated, &url, &b,
+		                      &impure);
 	free(url.opname);
-	/*
-	 * A query in the URL must not vouch for a body that is something
-	 * else: "POST /delete?query={a}" is not a read.
-	 */
-	if (res->op != GQL_NONE && b.op == GQL_NONE && body != NULL && body_len > 0)
-		graphql_result_set(&b, GQL_UNKNOWN, "GraphQL in URL with a non-GraphQL body");
 	graphql_merge(res, &b);
+	if ((body == NULL || body_len == 0) && !body_truncated)
+		impure = method != NULL && strcmp(method, "GET") == 0
+		             ? (url_only ? NULL : gql_impure_url)
+		             : "the document is only in the URL, the body is empty";
+	res->pure = res->op != GQL_NONE && impure == NULL;
+	res->impure = res->op != GQL_NONE ? impure : NULL;
 	return res->op;
 }

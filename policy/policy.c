@@ -311,50 +311,194 @@ policy_violation(const struct policy *p, struct decision *d, const char *rule, c
 	}
 }
 
-/* Step 4 of the decision order: methods and GraphQL in practical mode. */
+/* How the method rules judge one method a request may be served as. */
+enum policy_method_verdict {
+	POLICY_METHOD_ALLOWED, /* in allowMethods */
+	POLICY_METHOD_GRAPHQL, /* lifted, or its body vouched for, by the GraphQL allowance */
+	POLICY_METHOD_DENIED,  /* not in allowMethods */
+	POLICY_METHOD_BODY,    /* a read method carrying a body that is not a GraphQL query */
+};
+
+/*
+ * The methods defined without content (RFC 9110 §9.3): a body on them has
+ * no meaning a client relies on, so it is only ever a channel.
+ */
+static int
+policy_read_method(const char *m)
+{
+	return strcmp(m, "GET") == 0 || strcmp(m, "HEAD") == 0 || strcmp(m, "OPTIONS") == 0 ||
+	       strcmp(m, "TRACE") == 0;
+}
+
+/*
+ * One method under the method rules. gql: the request is a GraphQL query
+ * over HTTP and nothing else, and allowGraphqlQueries holds: that lifts
+ * the rules for POST and GET (the methods GraphQL over HTTP uses) and
+ * vouches for a body on a read method.
+ */
+static enum policy_method_verdict
+policy_method_judge(const struct config *cfg, const char *method, int body, int gql,
+                    const struct cfg_item **mi)
+{
+	/* Without a body the document is in the URL: GraphQL over HTTP only as a GET. */
+	if (!body && strcmp(method, "GET") != 0)
+		gql = 0;
+	if ((*mi = policy_find_method(cfg, method)) != NULL) {
+		if (!body || !policy_read_method(method))
+			return POLICY_METHOD_ALLOWED;
+		return gql ? POLICY_METHOD_GRAPHQL : POLICY_METHOD_BODY;
+	}
+	if (gql && (strcmp(method, "POST") == 0 || strcmp(method, "GET") == 0))
+		return POLICY_METHOD_GRAPHQL;
+	return POLICY_METHOD_DENIED;
+}
+
+/* Why a GraphQL query in the request does not lift the method rules, or NULL. */
+static const char *
+policy_graphql_unlifted(const struct config *cfg, const struct decision *d, const char *method,
+                        int body)
+{
+	if (!d->graphql_present)
+		return NULL;
+	if (!cfg->allow_graphql_queries)
+		return "allowGraphqlQueries is false";
+	if (!d->gql.pure)
+		return d->gql.impure;
+	if (!body && strcmp(method, "GET") != 0)
+		return "the document is only in the URL, the body is empty";
+	if (strcmp(method, "POST") != 0 && strcmp(method, "GET") != 0)
+		return "GraphQL requests are POST or GET";
+	return NULL;
+}
+
+/* A GraphQL request that is not provably a query: always a violation. */
+static void
+policy_graphql_violation(const struct policy *p, struct decision *d)
+{
+	if (d->gql.op == GQL_MUTATION)
+		snprintf(d->reason, sizeof d->reason, "GraphQL mutation%s%s is a write",
+		         d->gql.name[0] ? " " : "", d->gql.name);
+	else if (d->gql.op == GQL_SUBSCRIPTION)
+		snprintf(d->reason, sizeof d->reason,
+		         "GraphQL subscription%s%s is not a read-only query",
+		         d->gql.name[0] ? " " : "", d->gql.name);
+	else
+		snprintf(d->reason, sizeof d->reason, "GraphQL request not provably a query (%s)",
+		         d->gql.reason ? d->gql.reason : "unparsable");
+	policy_violation(p, d,
+	                 d->gql.op == GQL_MUTATION       ? "graphql-mutation"
+	                 : d->gql.op == GQL_SUBSCRIPTION ? "graphql-subscription"
+	                                                 : "graphql-not-query",
+	                 "graphql", &p->cfg->allow_graphql_queries_loc);
+}
+
+/*
+ * A method the rules refuse: the request's (field NULL) or an override's.
+ * The reason says why a GraphQL query in the request did not lift it.
+ */
+static void
+policy_method_violation(const struct policy *p, struct decision *d, const char *field,
+                        const char *method, int body)
+{
+	const struct config *cfg = p->cfg;
+	char methods[256];
+	const char *why;
+	size_t n;
+
+	policy_methods_text(cfg, methods, sizeof methods);
+	n = (size_t)snprintf(d->reason, sizeof d->reason,
+	                     "%s%s%s is not an allowed method (allowMethods: %s)",
+	                     field ? field : "", field ? ": " : "", method, methods);
+	why = policy_graphql_unlifted(cfg, d, method, body);
+	if (why != NULL && n < sizeof d->reason)
+		snprintf(d->reason + n, sizeof d->reason - n,
+		         "; the GraphQL allowance does not apply: %s", why);
+	policy_violation(p, d, field ? "method-override" : "method-not-allowed", "methods",
+	                 &cfg->allow_methods.loc);
+}
+
+/* A read method (the request's, or an override's) that carries a body. */
+static void
+policy_body_violation(const struct policy *p, struct decision *d, const char *field,
+                      const char *method)
+{
+	const char *why = policy_graphql_unlifted(p->cfg, d, method, 1);
+
+	snprintf(d->reason, sizeof d->reason,
+	         "%s%s%s carries a body that is not a GraphQL query%s%s%s", field ? field : "",
+	         field ? ": " : "", method, why ? " (" : "", why ? why : "", why ? ")" : "");
+	policy_violation(p, d, "body-on-read-method", "methods", &p->cfg->allow_methods.loc);
+}
+
+/*
+ * Step 4 of the decision order: methods and GraphQL in practical mode.
+ * A server that honours a method override acts on the override, so the
+ * request method and every override must each pass the method rules: the
+ * stricter one decides. The GraphQL allowance stands in for the method
+ * rules only for a request that is GraphQL over HTTP and nothing else; a
+ * document riding along in another request (a REST body's extra member,
+ * a DELETE's URL) changes nothing.
+ */
 static void
 policy_decide_request(const struct policy *p, const struct policy_request *req, struct decision *d)
 {
 	const struct config *cfg = p->cfg;
 	const struct cfg_item *mi;
-	char methods[256];
+	enum policy_method_verdict v;
+	const char *body_field = NULL, *body_method = NULL;
+	int body, gql, lifted = 0;
+	size_t i;
 
+	if (req->noverrides > POLICY_MAX_OVERRIDES) {
+		snprintf(d->reason, sizeof d->reason,
+		         "%zu method-override fields: at most %d are read, so the method a server "
+		         "acts on is unknown",
+		         req->noverrides, POLICY_MAX_OVERRIDES);
+		policy_violation(p, d, "method-override", "methods", &cfg->allow_methods.loc);
+		return;
+	}
 	if (d->graphql_present && d->gql.op != GQL_QUERY) {
-		if (d->gql.op == GQL_MUTATION)
-			snprintf(d->reason, sizeof d->reason, "GraphQL mutation%s%s is a write",
-			         d->gql.name[0] ? " " : "", d->gql.name);
-		else if (d->gql.op == GQL_SUBSCRIPTION)
-			snprintf(d->reason, sizeof d->reason,
-			         "GraphQL subscription%s%s is not a read-only query",
-			         d->gql.name[0] ? " " : "", d->gql.name);
+		policy_graphql_violation(p, d);
+		return;
+	}
+	body = req->body_len > 0 || req->body_truncated;
+	gql = d->graphql_present && d->gql.pure && cfg->allow_graphql_queries;
+	/* Overrides first: a server that honours one acts on it, not on the method. */
+	for (i = 0; i < req->noverrides; i++) {
+		v = policy_method_judge(cfg, req->overrides[i], body, gql, &mi);
+		if (v == POLICY_METHOD_DENIED) {
+			policy_method_violation(p, d, req->override_fields[i], req->overrides[i],
+			                        body);
+			return;
+		}
+		if (v == POLICY_METHOD_BODY && body_method == NULL) {
+			body_field = req->override_fields[i];
+			body_method = req->overrides[i];
+		}
+		lifted |= v == POLICY_METHOD_GRAPHQL;
+	}
+	v = policy_method_judge(cfg, req->method, body, gql, &mi);
+	if (v == POLICY_METHOD_DENIED) {
+		policy_method_violation(p, d, NULL, req->method, body);
+		return;
+	}
+	if (v == POLICY_METHOD_BODY || body_method != NULL) {
+		if (v == POLICY_METHOD_BODY)
+			policy_body_violation(p, d, NULL, req->method);
 		else
-			snprintf(d->reason, sizeof d->reason,
-			         "GraphQL request not provably a query (%s)",
-			         d->gql.reason ? d->gql.reason : "unparsable");
-		policy_violation(p, d,
-		                 d->gql.op == GQL_MUTATION       ? "graphql-mutation"
-		                 : d->gql.op == GQL_SUBSCRIPTION ? "graphql-subscription"
-		                                                 : "graphql-not-query",
-		                 "graphql", &cfg->allow_graphql_queries_loc);
+			policy_body_violation(p, d, body_field, body_method);
 		return;
 	}
-	if ((mi = policy_find_method(cfg, req->method)) != NULL) {
-		decision_set(d, ACTION_ALLOW, "allow-methods", "methods");
-		policy_loc_format(&mi->loc, d->source, sizeof d->source);
-		policy_reason(d, req->method, " is an allowed method");
-		return;
-	}
-	if (d->graphql_present && cfg->allow_graphql_queries) {
+	if (v == POLICY_METHOD_GRAPHQL || lifted) {
 		decision_set(d, ACTION_ALLOW, "graphql-query", "graphql");
 		policy_loc_format(&cfg->allow_graphql_queries_loc, d->source, sizeof d->source);
 		snprintf(d->reason, sizeof d->reason, "GraphQL query%s%s is read-only",
 		         d->gql.name[0] ? " " : "", d->gql.name);
 		return;
 	}
-	policy_methods_text(cfg, methods, sizeof methods);
-	snprintf(d->reason, sizeof d->reason, "%s is not an allowed method (allowMethods: %s)",
-	         req->method, methods);
-	policy_violation(p, d, "method-not-allowed", "methods", &cfg->allow_methods.loc);
+	decision_set(d, ACTION_ALLOW, "allow-methods", "methods");
+	policy_loc_format(&mi->loc, d->source, sizeof d->source);
+	policy_reason(d, req->method, " is an allowed method");
 }
 
 /*
@@ -383,6 +527,8 @@ policy_decide(const struct policy *p, const struct policy_request *req, struct d
 			d->gql.op = GQL_UNKNOWN;
 			d->gql.name[0] = '\0';
 			d->gql.reason = "body has a Content-Encoding and cannot be classified";
+			d->gql.pure = 0;
+			d->gql.impure = "the body has a Content-Encoding";
 			d->graphql_present = 1;
 		}
 	}

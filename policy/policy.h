@@ -111,6 +111,13 @@ struct gql_result {
 	enum gql_op op;     /* for a batch: the first entry that is not a query */
 	char name[128];     /* operation name when known, else "" */
 	const char *reason; /* static text: how it was classified */
+	/*
+	 * graphql_classify_request only: the request is GraphQL over HTTP and
+	 * nothing else (a body holding only a GraphQL request, or a GET whose
+	 * URL does); else impure says why, in static text (NULL without GraphQL).
+	 */
+	int pure;
+	const char *impure;
 };
 enum gql_op graphql_classify_document(const char *, size_t, const char *, struct gql_result *);
 enum gql_op graphql_classify_request(const char *, const char *, const char *, size_t, int,
@@ -277,7 +284,8 @@ struct policy_request {
 	int body_encoded;  /* a Content-Encoding hides the body: not provably a query */
 	const char *query; /* raw query string without '?', or NULL */
 	/* From header fields, through policy_request_header() (request.c): */
-	const char *overrides[POLICY_MAX_OVERRIDES]; /* method-override values */
+	const char *overrides[POLICY_MAX_OVERRIDES];       /* method-override values */
+	const char *override_fields[POLICY_MAX_OVERRIDES]; /* their field names, spelled as usual */
 	size_t noverrides;           /* fields seen; past POLICY_MAX_OVERRIDES not kept */
 	enum policy_upgrade upgrade; /* only a GET upgrades (RFC 6455) */
 	unsigned ws_offer;           /* POLICY_WS_* bits: the subprotocols offered */

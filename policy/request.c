@@ -23,18 +23,27 @@ static const struct {
     {"Sec-WebSocket-Protocol", 22, POLICY_HEADER_WS_PROTOCOL},
 };
 
-/* Which of the fields above a name of len bytes is, case-insensitively. */
-enum policy_header
-policy_header_kind(const char *name, size_t len)
+/* The index of the entry above that a name of len bytes is; NELEM if none. */
+static size_t
+policy_header_find(const char *name, size_t len)
 {
 	size_t i;
 
 	for (i = 0; i < EG_NELEM(policy_headers); i++) {
 		if (policy_headers[i].len == len &&
 		    strncasecmp(policy_headers[i].name, name, len) == 0)
-			return policy_headers[i].kind;
+			break;
 	}
-	return POLICY_HEADER_OTHER;
+	return i;
+}
+
+/* Which of the fields above a name of len bytes is, case-insensitively. */
+enum policy_header
+policy_header_kind(const char *name, size_t len)
+{
+	size_t i = policy_header_find(name, len);
+
+	return i < EG_NELEM(policy_headers) ? policy_headers[i].kind : POLICY_HEADER_OTHER;
 }
 
 /*
@@ -88,10 +97,16 @@ policy_ws_token(struct policy_request *req, const char *t, size_t len)
 void
 policy_request_header(struct policy_request *req, const char *name, size_t len, const char *value)
 {
-	switch (policy_header_kind(name, len)) {
+	size_t i = policy_header_find(name, len);
+
+	if (i == EG_NELEM(policy_headers))
+		return;
+	switch (policy_headers[i].kind) {
 	case POLICY_HEADER_OVERRIDE:
-		if (req->noverrides < POLICY_MAX_OVERRIDES)
+		if (req->noverrides < POLICY_MAX_OVERRIDES) {
 			req->overrides[req->noverrides] = value;
+			req->override_fields[req->noverrides] = policy_headers[i].name;
+		}
 		req->noverrides++;
 		break;
 	case POLICY_HEADER_UPGRADE:

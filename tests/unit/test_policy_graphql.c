@@ -96,10 +96,31 @@ test_field(const char *s, size_t *len)
 	return buf_release(&b);
 }
 
+/* The "only" column: the pure flag, and why a request is not pure. */
+static void
+test_only(unsigned lineno, const struct gql_result *res, const char *want)
+{
+	if (strcmp(want, "-") == 0)
+		return;
+	if (strcmp(want, "yes") == 0) {
+		if (!res->pure || res->impure != NULL)
+			fail_msg("graphql.tsv:%u: not GraphQL only (%s), want only", lineno,
+			         res->impure ? res->impure : "no reason");
+		return;
+	}
+	if (res->pure)
+		fail_msg("graphql.tsv:%u: GraphQL only, want not (%s)", lineno, want);
+	if (res->op != GQL_NONE && res->impure == NULL)
+		fail_msg("graphql.tsv:%u: not GraphQL only, without a reason", lineno);
+	if (strcmp(want, "no") != 0 && (res->impure == NULL || strstr(res->impure, want) == NULL))
+		fail_msg("graphql.tsv:%u: why not only: '%s', want '%s'", lineno,
+		         res->impure ? res->impure : "(null)", want);
+}
+
 static void
 test_table(void **state)
 {
-	char line[8192], *f[8], *p, *qs, *body, *ct, *opname;
+	char line[8192], *f[9], *p, *qs, *body, *ct, *opname;
 	size_t n, qslen, bodylen, ctlen, oplen;
 	struct gql_result res;
 	unsigned lineno = 0, cases = 0;
@@ -125,10 +146,11 @@ test_table(void **state)
 		memset(&res, 0xa5, sizeof res);
 		if (strcmp(f[0], "doc") == 0)
 			got = graphql_classify_document(body, bodylen, opname, &res);
-		else if (strcmp(f[0], "req") == 0 || strcmp(f[0], "trunc") == 0)
-			got =
-			    graphql_classify_request(qs != NULL ? "GET" : "POST", ct, body, bodylen,
-			                             strcmp(f[0], "trunc") == 0, qs, &res);
+		else if (strcmp(f[0], "req") == 0 || strcmp(f[0], "trunc") == 0 ||
+		         strcmp(f[0], "post") == 0)
+			got = graphql_classify_request(
+			    qs != NULL && strcmp(f[0], "post") != 0 ? "GET" : "POST", ct, body,
+			    bodylen, strcmp(f[0], "trunc") == 0, qs, &res);
 		else
 			fail_msg("graphql.tsv:%u: bad mode '%s'", lineno, f[0]);
 		if (got != want || res.op != got)
@@ -140,6 +162,7 @@ test_table(void **state)
 		if (strcmp(f[7], "-") != 0 && strstr(res.reason, f[7]) == NULL)
 			fail_msg("graphql.tsv:%u: reason '%s', want '%s'", lineno, res.reason,
 			         f[7]);
+		test_only(lineno, &res, f[8]);
 		free(qs);
 		free(body);
 		free(ct);

@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "policy.h"
+#include "tsv.h"
 
 static char tmpdir[] = "/tmp/test_policy.XXXXXX";
 
@@ -320,6 +321,102 @@ test_modes(void **state)
 	policy_unref(p);
 }
 
+/* The policies tests/data/decide.tsv names. */
+static struct policy *
+decide_policy(const char *name)
+{
+	if (strcmp(name, "base") == 0)
+		return load("base.yaml", base_yaml);
+	if (strcmp(name, "flag") == 0)
+		return load_variant("flag.yaml", "onViolation: block", "onViolation: flag");
+	if (strcmp(name, "noq") == 0)
+		return load_variant("noq.yaml", "allowGraphqlQueries: true",
+		                    "allowGraphqlQueries: false");
+	if (strcmp(name, "post") == 0)
+		return load_variant("post.yaml", "[GET, HEAD, OPTIONS]",
+		                    "[GET, HEAD, OPTIONS, POST]");
+	if (strcmp(name, "trace") == 0)
+		return load_variant("trace.yaml", "[GET, HEAD, OPTIONS]",
+		                    "[GET, HEAD, OPTIONS, TRACE]");
+	if (strcmp(name, "noget") == 0)
+		return load_variant("noget.yaml", "[GET, HEAD, OPTIONS]", "[HEAD, OPTIONS]");
+	fail_msg("decide.tsv: no policy \"%s\"", name);
+	return NULL;
+}
+
+/*
+ * Step 4 as a table: methods, overrides, bodies on read methods and the
+ * GraphQL allowance, each request built the way egressd builds it (header
+ * fields through policy_request_header, the held body, its truncation).
+ */
+static void
+test_decide_table(void **state)
+{
+	char line[4096], *f[9], *p, *h, *colon, *value;
+	struct policy_request pr;
+	struct decision d;
+	struct policy *pol;
+	struct url u;
+	unsigned lineno = 0, cases = 0;
+	size_t n;
+	FILE *fp;
+
+	(void)state;
+	if ((fp = fopen(TEST_DATA_DIR "/decide.tsv", "r")) == NULL)
+		fail_msg("cannot open decide.tsv");
+	while (fgets(line, sizeof line, fp) != NULL) {
+		lineno++;
+		line[strcspn(line, "\n")] = '\0';
+		if (line[0] == '#' || line[0] == '\0')
+			continue;
+		for (n = 0, p = line; n < EG_NELEM(f) && p != NULL; n++)
+			f[n] = strsep(&p, "\t");
+		if (n != EG_NELEM(f) || p != NULL)
+			fail_msg("decide.tsv:%u: want %zu fields", lineno, EG_NELEM(f));
+		memset(&u, 0, sizeof u);
+		if (url_parse(f[2], &u) != NULL)
+			fail_msg("decide.tsv:%u: bad url", lineno);
+		memset(&pr, 0, sizeof pr);
+		pr.host = &u.host;
+		pr.method = f[1];
+		pr.query = u.query;
+		for (p = strcmp(f[3], "-") == 0 ? NULL : f[3]; p != NULL;) {
+			h = strsep(&p, "|");
+			h += strspn(h, " ");
+			if ((colon = strchr(h, ':')) == NULL)
+				fail_msg("decide.tsv:%u: bad header", lineno);
+			for (value = colon + 1; *value == ' '; value++)
+				;
+			for (n = strlen(value); n > 0 && value[n - 1] == ' '; n--)
+				value[n - 1] = '\0';
+			policy_request_header(&pr, h, (size_t)(colon - h), value);
+		}
+		if (strcmp(f[4], "-") != 0) {
+			tsv_unescape(f[4]);
+			pr.content_type = f[4];
+		}
+		if (strcmp(f[5], "-") != 0) {
+			pr.body_truncated = f[5][0] == '~';
+			pr.body = f[5] + pr.body_truncated;
+			pr.body_len = tsv_unescape(f[5] + pr.body_truncated);
+		}
+		pol = decide_policy(f[0]);
+		policy_decide(pol, &pr, &d);
+		if (strcmp(policy_action_name(d.action), f[6]) != 0 || strcmp(d.rule, f[7]) != 0)
+			fail_msg("decide.tsv:%u: got %s %s (%s), want %s %s", lineno,
+			         policy_action_name(d.action), d.rule, d.reason, f[6], f[7]);
+		if (strcmp(f[8], "-") != 0 && strstr(d.reason, f[8]) == NULL)
+			fail_msg("decide.tsv:%u: reason \"%s\", want \"%s\"", lineno, d.reason,
+			         f[8]);
+		policy_unref(pol);
+		url_free(&u);
+		cases++;
+	}
+	fclose(fp);
+	print_message("%u decision cases\n", cases);
+	assert_true(cases >= 60);
+}
+
 /* Decide for a name, then for the address it resolved to. */
 static void
 expect_resolved(const struct policy *p, const char *url, const char *addr,
@@ -462,11 +559,9 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_order),
-	    cmocka_unit_test(test_graphql),
-	    cmocka_unit_test(test_modes),
-	    cmocka_unit_test(test_address_guard),
-	    cmocka_unit_test(test_default_and_refs),
+	    cmocka_unit_test(test_order),         cmocka_unit_test(test_graphql),
+	    cmocka_unit_test(test_decide_table),  cmocka_unit_test(test_modes),
+	    cmocka_unit_test(test_address_guard), cmocka_unit_test(test_default_and_refs),
 	    cmocka_unit_test(test_bad_list_file),
 	};
 

@@ -5,6 +5,8 @@
  * a JSON body split at the first newline, a form body, or a body with no
  * content type. Every answer must be a known operation, and a GQL_QUERY
  * must be stable: classifying the same input again gives the same answer.
+ * A request classified as GraphQL over HTTP and nothing else (pure) must
+ * be GraphQL, and one that is GraphQL but not pure must say why.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -54,10 +56,16 @@ fuzz_classify(unsigned mode, const char *s, size_t len, struct gql_result *res)
 }
 
 static void
-fuzz_check(const struct gql_result *res, enum gql_op op)
+fuzz_check(unsigned mode, const struct gql_result *res, enum gql_op op)
 {
 	if (op != res->op || (unsigned)op > GQL_UNKNOWN || res->reason == NULL ||
 	    memchr(res->name, '\0', sizeof res->name) == NULL)
+		abort();
+	if (res->pure && (op == GQL_NONE || res->impure != NULL))
+		abort();
+	/* Documents alone are never requests; requests that are GraphQL say why not pure. */
+	if (mode % 8 < 2 ? res->pure || res->impure != NULL
+	                 : op != GQL_NONE && !res->pure && res->impure == NULL)
 		abort();
 }
 
@@ -74,11 +82,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	s = xmalloc(size > 1 ? size - 1 : 1);
 	memcpy(s, data + 1, size - 1);
 	op = fuzz_classify(data[0], s, size - 1, &r1);
-	fuzz_check(&r1, op);
+	fuzz_check(data[0], &r1, op);
 	if (op == GQL_QUERY) {
 		op = fuzz_classify(data[0], s, size - 1, &r2);
-		fuzz_check(&r2, op);
-		if (op != GQL_QUERY || strcmp(r1.name, r2.name) != 0)
+		fuzz_check(data[0], &r2, op);
+		if (op != GQL_QUERY || strcmp(r1.name, r2.name) != 0 || r1.pure != r2.pure)
 			abort();
 	}
 	free(s);

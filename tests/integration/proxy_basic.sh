@@ -199,9 +199,11 @@ run pcurl -D "$T/h" -o "$T/b" -X GET -H 'Content-Type:' --data-binary @"$T/m.jso
 expect_eq "$(status_of "$T/h")" 403 "untyped JSON body holding a mutation is blocked"
 run pcurl -D "$T/h" -o "$T/b" -X GET -H 'Content-Type: text/plain' --data-binary 'hello' \
     "http://plain.test:$O/echo"
-expect_eq "$(status_of "$T/h")" 200 "a GET with a plain body that is not GraphQL goes through"
-expect_eq "$(origin_count 'select(.method == "GET" and .target == "/echo")')" "$((before + 1))" \
-    "only the harmless GET reached the origin"
+expect_eq "$(status_of "$T/h")" 403 "a GET with a plain body that is not GraphQL is blocked"
+OUT=$(audit_last '.event == "http" and .method == "GET" and .path == "/echo"')
+expect_eq "$(jqf .rule)" "body-on-read-method" "a body on a GET audited as such"
+expect_eq "$(origin_count 'select(.method == "GET" and .target == "/echo")')" "$before" \
+    "no GET with a body reached the origin"
 
 # --- CONNECT: a tunnel to an unlisted host on any port is intercepted, so
 # plain HTTP sent inside it (curl -p) is cut and audited, never relayed ---

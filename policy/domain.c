@@ -371,12 +371,19 @@ static const uint8_t domain_lc[256] = {
     DOMAIN_LC_SAME('-'),   DOMAIN_LC_SAME('_'),   DOMAIN_LC_SAME('.'),
 };
 
+/* Whether the label of len bytes at p is an A-label: host_name_check() decodes those. */
+static int
+domain_label_xn(const char *p, size_t len)
+{
+	return len >= 4 && memcmp(p, "xn--", 4) == 0;
+}
+
 /*
  * The one pass a list file's names take: lowercase into out, check what
  * host_name_check() checks, and hash (backwards, as domain_hash() does),
  * with a table instead of tests per character. Returns 0 at the first
- * thing it does not like, and the caller takes the slow path, which finds
- * the words for the error.
+ * thing it does not like, and at an A-label ("xn--"), and the caller takes
+ * the slow path, which decodes A-labels and finds the words for an error.
  */
 static int
 domain_name_fast(const char *name, size_t len, char *out, uint32_t *hash)
@@ -390,7 +397,7 @@ domain_name_fast(const char *name, size_t len, char *out, uint32_t *hash)
 		out[i] = (char)c;
 		h = domain_hash_step(h, (unsigned char)c);
 		if (c == '.') {
-			bad |= label == 0;
+			bad |= label == 0 || domain_label_xn(out + i + 1, label);
 			label = 0;
 			continue;
 		}
@@ -400,7 +407,7 @@ domain_name_fast(const char *name, size_t len, char *out, uint32_t *hash)
 	}
 	out[len] = '\0';
 	*hash = domain_hash_final(h);
-	return !bad && label > 0;
+	return !bad && label > 0 && !domain_label_xn(out, label);
 }
 
 /*

@@ -5,7 +5,8 @@
  * (including "2130706433", "0x7f.1" and "[::1]") becomes an address, so it
  * can never be matched as a domain name. Every conversion is followed by a
  * validation of its result: a conversion must never turn an invalid name
- * into a valid one.
+ * into a valid one. A label that is already an A-label ("xn--...") must be
+ * one IDNA could have made, as UTS #46 and the WHATWG URL parser require.
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -38,9 +39,41 @@ host_is_upper(unsigned char c)
 	return c >= 'A' && c <= 'Z';
 }
 
+/*
+ * The label at p (up to the next '.' within left bytes) starts with
+ * "xn--": it must decode as punycode to a valid U-label that converts back
+ * to the very same A-label (UTS #46 §4 step 4, as the WHATWG URL parser
+ * applies it). "xn--a" decodes to a control character; a U-label that is
+ * not what its own conversion gives (mapped, not NFC, disallowed) is one
+ * that another parser may read as a different name or refuse. A label too
+ * long is left to the caller's length check.
+ */
+static const char *
+host_alabel_check(const char *p, size_t left)
+{
+	char buf[HOST_LABEL_MAXLEN + 1], *u = NULL, *a = NULL;
+	const char *dot = memchr(p, '.', left);
+	size_t len = dot != NULL ? (size_t)(dot - p) : left;
+	int ok;
+
+	if (len > HOST_LABEL_MAXLEN)
+		return NULL;
+	memcpy(buf, p, len);
+	buf[len] = '\0';
+	ok = idn2_to_unicode_8z8z(buf, &u, 0) == IDN2_OK && u != NULL &&
+	     idn2_to_ascii_8z(u, &a, IDN2_NONTRANSITIONAL | IDN2_NFC_INPUT) == IDN2_OK &&
+	     a != NULL && strcmp(a, buf) == 0;
+	free(u);
+	free(a);
+	return ok ? NULL
+	          : "invalid A-label: an \"xn--\" label must be the punycode of a valid "
+	            "international name";
+}
+
 const char *
 host_name_check(const char *name, size_t len)
 {
+	const char *error;
 	size_t i, label = 0;
 
 	if (len == 0)
@@ -56,6 +89,9 @@ host_name_check(const char *name, size_t len)
 		}
 		if (!host_char_valid((unsigned char)name[i]))
 			return "invalid character in host";
+		if (label == 0 && len - i >= 4 && memcmp(name + i, "xn--", 4) == 0 &&
+		    (error = host_alabel_check(name + i, len - i)) != NULL)
+			return error;
 		if (++label > HOST_LABEL_MAXLEN)
 			return "label too long";
 	}

@@ -261,8 +261,9 @@ answer_prepare(ldns_pkt *pkt, const struct resolver_conf *conf, uint8_t **raw, s
  * The host of a name that is already what host_parse() would make of it
  * (lowercase letters, digits, '-', '_', labels of 1 to 63 bytes), so that
  * the common query skips the general parser. A last label that could be
- * a number (digits, or hex after "0x") makes the name an address: those,
- * and everything else, return -1 for host_parse() to decide.
+ * a number (digits, or hex after "0x") makes the name an address, and an
+ * A-label ("xn--") must decode to a valid name: those, and everything
+ * else, return -1 for host_parse() to decide.
  */
 static int
 answer_name_plain(const char *name, struct host *h)
@@ -282,6 +283,8 @@ answer_name_plain(const char *name, struct host *h)
 			wordy = 0;
 			continue;
 		}
+		if (label == 0 && len - i >= 4 && memcmp(name + i, "xn--", 4) == 0)
+			return -1;
 		if (!(c - 'a' < 26u || c - '0' < 10u || c == '-' || c == '_') ||
 		    ++label > HOST_LABEL_MAXLEN)
 			return -1;

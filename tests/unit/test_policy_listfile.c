@@ -286,6 +286,43 @@ test_listfile_unreadable(void **state)
 	domain_set_free(set);
 }
 
+/*
+ * A-labels in every line format: the fast path hands them to the full
+ * check, which takes valid ones and counts an invalid one ("xn--a") as an
+ * invalid line, as the config loader and the URL parser refuse it.
+ */
+static void
+test_listfile_alabels(void **state)
+{
+	static const char text[] = "xn--bcher-kva.example\n"
+	                           "xn--a.example\n"
+	                           "0.0.0.0 xn--zca.example\n"
+	                           "0.0.0.0 ads.xn--a.example\n"
+	                           "||xn--0ca.example^\n"
+	                           "||xn--a.example^\n"
+	                           "*.XN--A.example\n"
+	                           "xn--abc.example\n";
+	struct domain_set *set = domain_set_new();
+	struct listfile_stats st;
+	char *path = write_temp(text, sizeof text - 1);
+
+	assert_int_equal(listfile_load(set, path, &st), 0);
+	assert_int_equal(st.entries, 3);
+	assert_int_equal(st.invalid, 5);
+	assert_int_equal(st.first_invalid[0], 2);
+	assert_int_equal(st.first_invalid[1], 4);
+	assert_int_equal(st.first_invalid[2], 6);
+	assert_int_equal(st.first_invalid[3], 7);
+	assert_int_equal(st.first_invalid[4], 8);
+	assert_true(domain_set_match_name(set, "xn--bcher-kva.example", NULL));
+	assert_true(domain_set_match_name(set, "xn--zca.example", NULL));
+	assert_true(domain_set_match_name(set, "a.xn--0ca.example", NULL));
+	assert_false(domain_set_match_name(set, "xn--a.example", NULL));
+	unlink(path);
+	free(path);
+	domain_set_free(set);
+}
+
 /* Loading a second file adds to the set and reports its own source. */
 static void
 test_listfile_two_files(void **state)
@@ -318,6 +355,7 @@ main(void)
 	    cmocka_unit_test(test_listfile_chunks),
 	    cmocka_unit_test(test_listfile_unreadable),
 	    cmocka_unit_test(test_listfile_two_files),
+	    cmocka_unit_test(test_listfile_alabels),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -561,7 +561,12 @@ schema_store_paths(struct schema_state *st, const struct schema_key *k, const st
 	}
 }
 
-/* RFC 9110 method = token; methods are case-sensitive and kept as written. */
+/*
+ * RFC 9110 method = token; methods are case-sensitive and kept as written.
+ * Clients send them in upper case, so an entry with a lower-case letter
+ * ("get") would match nothing and silently block the method it names: it
+ * is an error that says what to write instead.
+ */
 static void
 schema_store_methods(struct schema_state *st, const struct schema_key *k,
                      const struct cfg_node *seq, long long num)
@@ -569,7 +574,8 @@ schema_store_methods(struct schema_state *st, const struct schema_key *k,
 	struct cfg_list *l = schema_list(st, k);
 	const struct cfg_node *n;
 	struct buf b;
-	size_t i;
+	char *upper;
+	size_t i, j;
 
 	buf_init(&b);
 	for (i = 0; i < seq->n; i++) {
@@ -579,6 +585,21 @@ schema_store_methods(struct schema_state *st, const struct schema_key *k,
 		if (!http_token(n->value, n->len)) {
 			config_error(st->ctx, &n->loc, "%s entry \"%s\": not an HTTP method token",
 			             k->key, schema_text(&b, n));
+			continue;
+		}
+		for (j = 0; j < n->len && !(n->value[j] >= 'a' && n->value[j] <= 'z'); j++)
+			;
+		if (j < n->len) {
+			upper = xstrdup(schema_text(&b, n));
+			for (j = 0; upper[j] != '\0'; j++)
+				if (upper[j] >= 'a' && upper[j] <= 'z')
+					upper[j] = (char)(upper[j] - 'a' + 'A');
+			config_error(
+			    st->ctx, &n->loc,
+			    "%s entry \"%s\": methods are case-sensitive and sent in upper "
+			    "case; write \"%s\"",
+			    k->key, schema_text(&b, n), upper);
+			free(upper);
 			continue;
 		}
 		schema_list_add(l, xstrdup(n->value), n);

@@ -98,6 +98,12 @@ run "$POLICYCTL" check --json --config "$T/.opencode/sandbox.json"
 expect_rc 0 "seed JSON loads"
 expect_eq "$(jqf '[.network.allowMethods[].value] | join(",")')" "GET,POST" "allow_methods alias"
 expect_eq "$(jqf '.network.allowGraphqlQueries.value')" "false" "allow_graphql_queries alias"
+# Methods are tokens as sent: a lower-case entry is an error that says what to write.
+printf '{"network": {"allow_methods": ["get", "HEAD"]}}\n' >"$T/.opencode/sandbox.json"
+run "$POLICYCTL" check --config "$T/.opencode/sandbox.json"
+expect_rc 2 "seed JSON with a lower-case method is an error"
+expect_contains "$ERR" "$T/.opencode/sandbox.json:1:32: allow_methods entry \"get\": methods are case-sensitive and sent in upper case; write \"GET\"" \
+    "lower-case method: error with the suggestion"
 
 run "$POLICYCTL" check extra
 expect_rc 2 "check takes no operands"

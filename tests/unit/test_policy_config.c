@@ -163,7 +163,7 @@ test_every_key(void **state)
 	static const char *const allow[] = {"api.anthropic.com", "*.github.com", "198.18.0.0/15",
 	                                    "fd00::/8"};
 	static const char *const pass[] = {"pinned.example.org"};
-	static const char *const methods[] = {"GET", "HEAD", "PROPFIND", "m-search"};
+	static const char *const methods[] = {"GET", "HEAD", "PROPFIND", "M-SEARCH"};
 	struct config *cfg = load_ok(1, "good/full.yaml");
 	char path[4096];
 

@@ -8,6 +8,11 @@
  * and never a platform of the list's private section (each tenant of
  * github.io is its own registrable domain). Every entry is checked with
  * the very function the config loader uses, so the fragment always loads.
+ * Nothing is ever proposed that would open what the private-address guard
+ * protects: not an address that is not globally reachable (loopback,
+ * RFC 1918, link-local, cloud metadata, ...), and not an exact name the
+ * guard blocked (an exact entry lifts the guard for that name). The
+ * fragment lists those hosts in a comment and says why.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +21,8 @@
 
 #include "review_int.h"
 
-#define REVIEW_SUGGEST_NAMES 3 /* hosts named in an entry's comment */
+#define REVIEW_SUGGEST_NAMES 3  /* hosts named in an entry's comment */
+#define REVIEW_SUGGEST_GUARD 10 /* hosts the guard protects named in the fragment */
 
 struct review_entry {
 	char pattern[HOST_NAME_MAXLEN + 3];
@@ -30,7 +36,13 @@ struct review_entry {
 
 struct review_collect {
 	struct review_summary viol;  /* blocks and flags an allowlist entry lifts */
-	struct review_summary exact; /* ... of which only an exact name lifts */
+	struct review_summary exact; /* ... of which the private-address guard blocked */
+};
+
+/* A host left out because an entry would open what the address guard protects. */
+struct review_guarded {
+	struct review_host *host;
+	char why[128];
 };
 
 /*
@@ -104,19 +116,50 @@ review_group_of(const psl_ctx_t *psl, const struct review_summary *exact, const 
 }
 
 /*
+ * Why no entry may be proposed for a host the address guard protects, or
+ * NULL: an address that is not globally reachable (no entry at all: an
+ * address entry is exactly what lifts the guard), or a name the guard
+ * blocked (an exact entry would lift it for that name).
+ */
+static const char *
+review_guarded_why(const struct review_collect *c, const struct host *hp, char *out, size_t len)
+{
+	const char *special;
+
+	if (hp->kind == HOST_ADDR) {
+		if ((special = addr_special(&hp->addr)) == NULL)
+			return NULL;
+		if (addr_is_metadata(&hp->addr))
+			snprintf(out, len, "a cloud metadata address");
+		else
+			snprintf(out, len, "not globally reachable (%s)", special);
+		return out;
+	}
+	if (review_summary_find(&c->exact, hp->name) == NULL)
+		return NULL;
+	snprintf(out, len,
+	         "blocked by rule private-address: an exact entry would let it reach the "
+	         "internal address it resolved to");
+	return out;
+}
+
+/*
  * Turn the hosts into entries: a registrable domain shared by two or more
  * hosts becomes "*.domain" (its apex, if blocked too, stays an entry of its
  * own: a wildcard does not match it); every other host is exact. Hosts
- * the loader would refuse are counted in *skipped.
+ * the loader would refuse are counted in *skipped; hosts the address guard
+ * protects go to guarded (room for every host), counted in *nguarded.
  */
 static struct review_entry *
-review_entries(struct review_collect *c, size_t *count, uint64_t *skipped)
+review_entries(struct review_collect *c, size_t *count, uint64_t *skipped,
+               struct review_guarded *guarded, size_t *nguarded)
 {
 	const psl_ctx_t *psl = domain_psl();
 	struct review_host **v = review_summary_sorted(&c->viol);
 	struct review_entry *e;
 	const char **group;
 	struct host hp;
+	char why[128];
 	size_t i, j, n = 0, nv;
 
 	for (nv = 0; v[nv] != NULL; nv++)
@@ -127,6 +170,13 @@ review_entries(struct review_collect *c, size_t *count, uint64_t *skipped)
 		if (host_parse(v[i]->name, strlen(v[i]->name), &hp) != NULL ||
 		    strcmp(hp.name, v[i]->name) != 0 || !review_entry_valid(hp.name)) {
 			*skipped += v[i]->count[REVIEW_ACT_BLOCK] + v[i]->count[REVIEW_ACT_FLAG];
+			v[i] = NULL;
+			continue;
+		}
+		if (review_guarded_why(c, &hp, why, sizeof why) != NULL) {
+			guarded[*nguarded].host = v[i];
+			str_copy(guarded[*nguarded].why, sizeof guarded[*nguarded].why, why);
+			(*nguarded)++;
 			v[i] = NULL;
 			continue;
 		}
@@ -197,16 +247,39 @@ review_entry_print(struct buf *b, const struct review_entry *e)
 	buf_addc(b, '\n');
 }
 
+/* The hosts left out for the address guard's sake, with the reason for each. */
+static void
+review_guarded_print(struct buf *b, const struct review_guarded *g, size_t n)
+{
+	uint64_t k;
+	size_t i;
+
+	if (n == 0)
+		return;
+	buf_adds(b, "# Not suggested: an allowlist entry would open what the private-address "
+	            "guard protects\n# (internal and cloud metadata addresses):\n");
+	for (i = 0; i < n && i < REVIEW_SUGGEST_GUARD; i++) {
+		k = g[i].host->count[REVIEW_ACT_BLOCK] + g[i].host->count[REVIEW_ACT_FLAG];
+		buf_adds(b, "#   ");
+		review_comment(b, g[i].host->name, 80);
+		buf_printf(b, ": %llu request%s; %s\n", (unsigned long long)k, k == 1 ? "" : "s",
+		           g[i].why);
+	}
+	if (n > REVIEW_SUGGEST_GUARD)
+		buf_printf(b, "#   ... and %zu more\n", n - REVIEW_SUGGEST_GUARD);
+}
+
 /* Write the fragment; 0, or -1 when the input cannot be read. */
 int
 review_suggest(FILE *in, FILE *out, const struct review_opts *o)
 {
 	struct review_collect c;
 	struct review_summary all;
+	struct review_guarded *guarded;
 	struct review_entry *e;
 	struct buf b;
 	uint64_t skipped = 0, total;
-	size_t n, i;
+	size_t n, i, nguarded = 0;
 	int rc = -1;
 
 	review_summary_init(&all, o->name);
@@ -218,7 +291,8 @@ review_suggest(FILE *in, FILE *out, const struct review_opts *o)
 	if (all.bad > 0)
 		fprintf(o->err, "policyctl: %s: %lu bad line%s skipped (first: line %lu)\n",
 		        o->name, all.bad, all.bad == 1 ? "" : "s", all.bad_lines[0]);
-	e = review_entries(&c, &n, &skipped);
+	guarded = xcalloc(c.viol.nhosts + 1, sizeof *guarded);
+	e = review_entries(&c, &n, &skipped, guarded, &nguarded);
 	total = c.viol.count[REVIEW_ACT_BLOCK] + c.viol.count[REVIEW_ACT_FLAG];
 	buf_adds(&b, "# Suggested by policyctl audit --suggest from ");
 	review_comment(&b, o->name, 200);
@@ -233,6 +307,7 @@ review_suggest(FILE *in, FILE *out, const struct review_opts *o)
 		           "# %llu request%s to hosts that cannot be allowlisted %s left out.\n",
 		           (unsigned long long)skipped, skipped == 1 ? "" : "s",
 		           skipped == 1 ? "is" : "are");
+	review_guarded_print(&b, guarded, nguarded);
 	if (n == 0)
 		buf_adds(&b, total == 0 ? "# Nothing was blocked or flagged.\n" : "");
 	buf_printf(&b, "network:\n  allowlist:%s\n", n == 0 ? " []" : "");
@@ -240,6 +315,7 @@ review_suggest(FILE *in, FILE *out, const struct review_opts *o)
 		review_entry_print(&b, &e[i]);
 	fwrite(b.data, 1, b.len, out);
 	free(e);
+	free(guarded);
 	rc = 0;
 out:
 	buf_free(&b);

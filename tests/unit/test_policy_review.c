@@ -300,24 +300,22 @@ test_suggest_golden(void **state)
 	                                NULL,
 	                                NULL};
 	static const char *s_not[] = {NULL, NULL, NULL, NULL, NULL, "tracker.test", NULL};
-	static const char *c_allow[] = {"c.example.co.uk",
-	                                "api.segment.io",
-	                                "a.github.io",
-	                                "a.internal.example.co.uk",
-	                                NULL,
-	                                NULL,
-	                                NULL,
-	                                NULL,
-	                                NULL};
+	static const char *c_allow[] = {
+	    "c.example.co.uk", "api.segment.io", "a.github.io", NULL, NULL, NULL, NULL, NULL, NULL};
 	static const char *c_not[] = {NULL,
 	                              NULL,
 	                              NULL,
-	                              NULL,
+	                              "10.0.0.5",
 	                              "c.github.io",
 	                              "other.co.uk",
 	                              "off.example.net",
 	                              "example.co.uk",
 	                              NULL};
+	static const char *g_allow[] = {
+	    "93.184.215.14", "api.example.org", NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+	static const char *g_not[] = {
+	    NULL,           NULL,  "169.254.169.254",      "fd00:ec2::254",      "127.0.0.1",
+	    "192.168.1.10", "::1", "intranet.example.com", "rebind.example.net", NULL};
 	struct review_opts o;
 	char *text;
 	int rc;
@@ -333,8 +331,9 @@ test_suggest_golden(void **state)
 
 	/*
 	 * Crafted: no wildcard over a public suffix (co.uk) nor a private one
-	 * (github.io); private-address hosts stay exact; mode-off, policy
-	 * events and a host that is not a name are left out.
+	 * (github.io); hosts the private-address guard blocked get no entry,
+	 * and the fragment says so; mode-off, policy events and a host that
+	 * is not a name are left out.
 	 */
 	opts(&o, "crafted.jsonl");
 	text = run_file(review_suggest, "crafted.jsonl", &o, &rc);
@@ -344,7 +343,29 @@ test_suggest_golden(void **state)
 	assert_null(strstr(text, "\"*.github.io\""));
 	assert_null(strstr(text, "off.example.net"));
 	assert_null(strstr(text, "\nnetwork: evil"));
+	assert_null(strstr(text, "\"10.0.0.5\""));
+	assert_null(strstr(text, "\"a.internal.example.co.uk\""));
 	check_suggestion_loads(text, c_allow, c_not);
+	free(text);
+	fclose(o.err);
+
+	/*
+	 * Addresses that are not globally reachable (metadata, loopback,
+	 * private, ULA) never come back as entries, whatever rule blocked
+	 * them, nor do names the guard blocked: the fragment names each and
+	 * says why.
+	 */
+	opts(&o, "guard.jsonl");
+	text = run_file(review_suggest, "guard.jsonl", &o, &rc);
+	assert_int_equal(rc, 0);
+	golden("guard-suggest.yaml", text);
+	assert_null(strstr(text, "\"169.254.169.254\""));
+	assert_null(strstr(text, "\"rebind.example.net\""));
+	assert_non_null(
+	    strstr(text, "#   169.254.169.254: 2 requests; a cloud metadata address\n"));
+	assert_non_null(strstr(text, "#   intranet.example.com: 1 request; blocked by rule "
+	                             "private-address"));
+	check_suggestion_loads(text, g_allow, g_not);
 	free(text);
 	fclose(o.err);
 

@@ -80,6 +80,7 @@ ctl_add_header(struct ctl *c, const char *arg)
 {
 	const char *colon = strchr(arg, ':');
 	char *h, *v;
+	size_t n;
 
 	if (colon == NULL || colon == arg || !http_token(arg, (size_t)(colon - arg))) {
 		fprintf(stderr, "policyctl: --header wants \"NAME: VALUE\", not \"%s\"\n", arg);
@@ -94,6 +95,10 @@ ctl_add_header(struct ctl *c, const char *arg)
 	for (v = h + (colon - arg) + 1; *v == ' ' || *v == '\t'; v++)
 		;
 	memmove(h + (colon - arg) + 1, v, strlen(v) + 1);
+	/* Trailing whitespace is not part of a field value (RFC 9110 §5.5), as in egressd. */
+	v = h + (colon - arg) + 1;
+	for (n = strlen(v); n > 0 && (v[n - 1] == ' ' || v[n - 1] == '\t'); n--)
+		v[n - 1] = '\0';
 	c->headers[c->nheaders++] = h;
 	return 0;
 }
@@ -215,7 +220,7 @@ explain_notes(const struct policy *p, const char *input, const struct url *u,
 }
 
 static void
-explain_print_text(const char *input, const struct url *u, const char *method,
+explain_print_text(const char *input, const struct url *u, const struct policy_request *req,
                    const struct decision *d, const struct policy *p, const char *notes[],
                    size_t nnotes)
 {
@@ -225,10 +230,16 @@ explain_print_text(const char *input, const struct url *u, const char *method,
 	printf("matched rule: %s (%s%s%s)\n", d->rule, d->list ? d->list : "", d->list ? ", " : "",
 	       d->source);
 	printf("reason: %s\n", d->reason);
-	printf("method: %s\n", method);
+	printf("method: %s", req->method);
+	for (i = 0; i < req->noverrides && i < POLICY_MAX_OVERRIDES; i++)
+		printf("%s%s: %s", i == 0 ? " (" : ", ", req->override_fields[i],
+		       req->overrides[i]);
+	printf("%s\n", req->noverrides > POLICY_MAX_OVERRIDES ? ", ...)"
+	               : req->noverrides > 0                  ? ")"
+	                                                      : "");
 	if (d->graphql_present)
-		printf("graphql: %s%s%s\n", graphql_op_name(d->gql.op), d->gql.name[0] ? " " : "",
-		       d->gql.name);
+		printf("graphql: %s%s%s%s\n", graphql_op_name(d->gql.op), d->gql.name[0] ? " " : "",
+		       d->gql.name, d->gql.pure ? "" : " (in a request that is not GraphQL alone)");
 	printf("mode: %s\n", config_mode_name(policy_mode(p)));
 	for (i = 0; i < nnotes; i++)
 		printf("note: %s\n", notes[i]);
@@ -245,7 +256,7 @@ json_key(struct buf *b, const char *key, int first)
 }
 
 static void
-explain_print_json(const struct url *u, const char *method, const struct decision *d,
+explain_print_json(const struct url *u, const struct policy_request *req, const struct decision *d,
                    const struct policy *p, const char *notes[], size_t nnotes)
 {
 	struct buf b;
@@ -268,7 +279,18 @@ explain_print_json(const struct url *u, const char *method, const struct decisio
 	json_key(&b, "mode", 0);
 	json_escape_str(&b, config_mode_name(policy_mode(p)));
 	json_key(&b, "method", 0);
-	json_escape_str(&b, method);
+	json_escape_str(&b, req->method);
+	json_key(&b, "overrides", 0);
+	buf_addc(&b, '[');
+	for (i = 0; i < req->noverrides && i < POLICY_MAX_OVERRIDES; i++) {
+		buf_adds(&b, i > 0 ? ",{" : "{");
+		json_key(&b, "field", 1);
+		json_escape_str(&b, req->override_fields[i]);
+		json_key(&b, "method", 0);
+		json_escape_str(&b, req->overrides[i]);
+		buf_addc(&b, '}');
+	}
+	buf_addc(&b, ']');
 	json_key(&b, "scheme", 0);
 	json_escape_str(&b, u->scheme[0] ? u->scheme : NULL);
 	json_key(&b, "port", 0);
@@ -285,6 +307,10 @@ explain_print_json(const struct url *u, const char *method, const struct decisio
 		json_escape_str(&b, graphql_op_name(d->gql.op));
 		json_key(&b, "name", 0);
 		json_escape_str(&b, d->gql.name[0] ? d->gql.name : NULL);
+		json_key(&b, "only", 0);
+		buf_adds(&b, d->gql.pure ? "true" : "false");
+		json_key(&b, "not_only", 0);
+		json_escape_str(&b, d->gql.impure);
 		buf_addc(&b, '}');
 	} else
 		buf_adds(&b, "null");
@@ -357,9 +383,9 @@ cmd_explain(struct ctl *c, const char *input)
 		policy_check_addr(p, &u.host.addr, &d);
 	nnotes = explain_notes(p, input, &u, &d, notes, store, EG_NELEM(notes));
 	if (c->json)
-		explain_print_json(&u, c->method, &d, p, notes, nnotes);
+		explain_print_json(&u, &req, &d, p, notes, nnotes);
 	else
-		explain_print_text(input, &u, c->method, &d, p, notes, nnotes);
+		explain_print_text(input, &u, &req, &d, p, notes, nnotes);
 	policy_unref(p);
 	rc = 0;
 out:

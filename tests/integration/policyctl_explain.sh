@@ -118,6 +118,35 @@ printf 'mutation { x }' >"$T/m.graphql"
 run "$POLICYCTL" explain --config "$P" --json --method POST --content-type application/graphql --body "$T/m.graphql" https://api.github.com/graphql
 expect_eq "$(jqf .graphql.operation)" "mutation" "application/graphql body"
 
+# --- the GraphQL allowance is for GraphQL requests alone; overrides and read-method bodies ---
+run "$POLICYCTL" explain --config "$P" --method DELETE 'https://api.github.com/repos/o/r?query=%7Ba%7D'
+expect_line "$OUT" "blocked: api.github.com" "DELETE with ?query={a} is blocked"
+expect_contains "$OUT" "matched rule: method-not-allowed (methods, $P:12)" "by the method rules"
+expect_line "$OUT" "graphql: query (in a request that is not GraphQL alone)" "graphql line says why it did not count"
+printf '{"title":"pwned","query":"{a}"}' >"$T/rest.json"
+run "$POLICYCTL" explain --config "$P" --json --method POST --body "$T/rest.json" https://api.github.com/repos/o/r/issues
+expect_eq "$(jqf .action):$(jqf .rule)" "block:method-not-allowed" "REST body with a query member"
+expect_eq "$(jqf .graphql.only):$(jqf .graphql.not_only)" \
+    "false:the JSON holds more than query, operationName, variables and extensions, each once" \
+    "JSON: graphql.only and why not"
+run "$POLICYCTL" explain --config "$P" --json --method POST --body "$T/q.json" https://api.github.com/graphql
+expect_eq "$(jqf .graphql.only):$(jqf .graphql.not_only):$(jqf .overrides)" "true:null:[]" \
+    "a GraphQL request alone"
+run "$POLICYCTL" explain --config "$P" --header 'X-HTTP-Method-Override: DELETE ' https://example.com/x
+expect_contains "$OUT" "matched rule: method-override (methods, $P:12)" "an override is judged like a method"
+expect_line "$OUT" "reason: X-HTTP-Method-Override: DELETE is not an allowed method (allowMethods: GET, HEAD, OPTIONS)" \
+    "the reason names the override"
+expect_line "$OUT" "method: GET (X-HTTP-Method-Override: DELETE)" "method line shows the override"
+run "$POLICYCTL" explain --config "$P" --json --header 'x-http-method: GET' --header 'X-Method-Override: HEAD' https://example.com/x
+expect_eq "$(jqf .action):$(jqf '[.overrides[] | .field + "=" + .method] | join(",")')" \
+    "allow:X-HTTP-Method=GET,X-Method-Override=HEAD" "allowed overrides change nothing; JSON lists them"
+printf 'hello' >"$T/hello.txt"
+run "$POLICYCTL" explain --config "$P" --json --content-type text/plain --body "$T/hello.txt" https://example.com/x
+expect_eq "$(jqf .action):$(jqf .rule)" "block:body-on-read-method" "a GET with a body"
+expect_eq "$(jqf .reason)" "GET carries a body that is not a GraphQL query" "body-on-read-method reason"
+run "$POLICYCTL" explain --config "$P" --json --body "$T/q.json" https://example.com/x
+expect_eq "$(jqf .action):$(jqf .rule)" "allow:graphql-query" "a GET with a GraphQL query body"
+
 # --- flag mode: violations go through, exit 0 ---
 sed 's/onViolation: block/onViolation: flag/' "$P" >"$T/flag.yaml"
 run "$POLICYCTL" explain --config "$T/flag.yaml" --method POST https://example.com/

@@ -502,6 +502,95 @@ policy_decide_request(const struct policy *p, const struct policy_request *req, 
 }
 
 /*
+ * Step 4 for a WebSocket upgrade (a GET whose Upgrade field, named by
+ * Connection, holds websocket); returns 0 when req is none and the method
+ * rules decide. After the 101 the connection carries messages both ways
+ * that no method rule sees, so to a host the allowlist does not name it
+ * is a write channel: a violation, unless every subprotocol offered is a
+ * GraphQL one, whose client messages egressd can read. Then it is allowed
+ * on the condition that each message is inspected (ws_inspect) and only
+ * queries and subscriptions go up (policy_decide_ws_message).
+ */
+static int
+policy_decide_upgrade(const struct policy *p, const struct policy_request *req, struct decision *d)
+{
+	const struct config *cfg = p->cfg;
+
+	if (req->upgrade != POLICY_UPGRADE_WEBSOCKET || strcmp(req->method, "GET") != 0)
+		return 0;
+	/* A document in the URL that is not a query is refused as it would be without the upgrade. */
+	if (d->graphql_present && d->gql.op != GQL_QUERY)
+		return 0;
+	if (req->ws_offer == POLICY_WS_GRAPHQL && cfg->allow_graphql_queries) {
+		decision_set(d, ACTION_ALLOW, "websocket-graphql", "websocket");
+		policy_loc_format(&cfg->allow_graphql_queries_loc, d->source, sizeof d->source);
+		snprintf(d->reason, sizeof d->reason,
+		         "WebSocket for GraphQL (graphql-transport-ws or graphql-ws): every client "
+		         "message is inspected, only queries and subscriptions go through");
+		d->ws_inspect = 1;
+		return 1;
+	}
+	if (req->ws_offer == POLICY_WS_GRAPHQL)
+		snprintf(d->reason, sizeof d->reason,
+		         "WebSocket for GraphQL with allowGraphqlQueries off: a write channel to a "
+		         "host the allowlist does not name");
+	else if (req->ws_offer != 0)
+		snprintf(d->reason, sizeof d->reason,
+		         "WebSocket offering a subprotocol other than graphql-transport-ws and "
+		         "graphql-ws: a write channel to a host the allowlist does not name");
+	else
+		snprintf(
+		    d->reason, sizeof d->reason,
+		    "WebSocket upgrade: a write channel to a host the allowlist does not name");
+	policy_violation(p, d, "websocket", "websocket", &cfg->mode_loc);
+	return 1;
+}
+
+/*
+ * One client message on a WebSocket allowed with ws_inspect: a query or
+ * a subscription goes up; a mutation, a document that is not provably
+ * a query, or anything that is not a client message of the subprotocol
+ * is a violation. Control messages (connection_init, ping, complete...)
+ * are allowed without a rule.
+ */
+void
+policy_decide_ws_message(const struct policy *p, const struct gql_ws_msg *m, struct decision *d)
+{
+	const struct config *cfg = p->cfg;
+	const char *what;
+
+	memset(d, 0, sizeof *d);
+	d->action = ACTION_ALLOW;
+	if (m->kind == GQL_WS_CONTROL)
+		return;
+	if (m->kind == GQL_WS_INVALID) {
+		snprintf(d->reason, sizeof d->reason, "WebSocket message refused: %s", m->reason);
+		policy_violation(p, d, "websocket-message", "websocket", &cfg->mode_loc);
+		return;
+	}
+	d->graphql_present = 1;
+	d->gql = m->gql;
+	what = graphql_op_name(m->gql.op);
+	if (m->gql.op == GQL_QUERY || m->gql.op == GQL_SUBSCRIPTION) {
+		decision_set(d, ACTION_ALLOW, "websocket-graphql", "websocket");
+		policy_loc_format(&cfg->allow_graphql_queries_loc, d->source, sizeof d->source);
+		snprintf(d->reason, sizeof d->reason, "GraphQL %s%s%s over WebSocket is read-only",
+		         what, m->gql.name[0] ? " " : "", m->gql.name);
+		return;
+	}
+	if (m->gql.op == GQL_MUTATION)
+		snprintf(d->reason, sizeof d->reason,
+		         "GraphQL mutation%s%s over WebSocket is a write",
+		         m->gql.name[0] ? " " : "", m->gql.name);
+	else
+		snprintf(d->reason, sizeof d->reason,
+		         "GraphQL over WebSocket not provably a query (%s)",
+		         m->gql.reason ? m->gql.reason : "unparsable");
+	policy_violation(p, d, m->gql.op == GQL_MUTATION ? "graphql-mutation" : "graphql-not-query",
+	                 "websocket", &cfg->allow_graphql_queries_loc);
+}
+
+/*
  * Decide a request on its host as written, its method and (for GraphQL)
  * its body, following DESIGN §5 steps 1-4 (with mode off decided first).
  * Step 5 needs the address actually connected to: policy_check_addr()
@@ -617,6 +706,8 @@ policy_decide(const struct policy *p, const struct policy_request *req, struct d
 		                  : " is not listed; practical mode checks each request's method");
 		return;
 	}
+	if (policy_decide_upgrade(p, req, d))
+		return;
 	policy_decide_request(p, req, d);
 }
 

@@ -124,6 +124,26 @@ enum gql_op graphql_classify_request(const char *, const char *, const char *, s
                                      const char *, struct gql_result *);
 const char *graphql_op_name(enum gql_op);
 
+/* graphql_ws.c */
+enum gql_ws_proto {
+	GQL_WS_TRANSPORT, /* graphql-transport-ws (the graphql-ws library) */
+	GQL_WS_LEGACY,    /* graphql-ws (subscriptions-transport-ws) */
+};
+enum gql_ws_kind {
+	GQL_WS_INVALID,   /* not a client message of the subprotocol: reason says why */
+	GQL_WS_CONTROL,   /* connection_init, ping, pong, complete, stop, connection_terminate */
+	GQL_WS_OPERATION, /* subscribe or start: gql classifies its document */
+};
+struct gql_ws_msg {
+	enum gql_ws_kind kind;
+	const char *type;   /* the message type as the subprotocol names it, or NULL */
+	const char *reason; /* static text: how it was classified */
+	struct gql_result gql;
+};
+int graphql_ws_proto(const char *, size_t, enum gql_ws_proto *);
+const char *graphql_ws_proto_name(enum gql_ws_proto);
+enum gql_ws_kind graphql_ws_classify(enum gql_ws_proto, const char *, size_t, struct gql_ws_msg *);
+
 /* audit.c */
 struct audit;
 struct audit_event {
@@ -295,8 +315,8 @@ struct policy_request {
 struct decision {
 	enum policy_action action;
 	char rule[HOST_NAME_MAXLEN + 32];
-	const char *list; /* allowlist blocklist mode methods graphql address,
-					   or NULL */
+	const char *list; /* allowlist blocklist mode methods graphql address
+					   websocket, or NULL */
 	char source[512]; /* file:line, or "builtin" */
 	char reason[256];
 	int name_allowlisted; /* the host as written matched the allowlist */
@@ -312,6 +332,7 @@ enum policy_mode policy_mode(const struct policy *);
 const struct config *policy_config(const struct policy *);
 const char *policy_warnings(const struct policy *);
 void policy_decide(const struct policy *, const struct policy_request *, struct decision *);
+void policy_decide_ws_message(const struct policy *, const struct gql_ws_msg *, struct decision *);
 void policy_check_addr(const struct policy *, const struct addr *, struct decision *);
 int policy_addr_allowed(const struct policy *, const struct addr *, const struct decision *);
 int policy_passthrough(const struct policy *, const struct host *, struct domain_match *);

@@ -214,6 +214,11 @@ explain_notes(const struct policy *p, const char *input, const struct url *u,
 		notes[n] = store[n];
 		n++;
 	}
+	if (d->ws_inspect && n < max)
+		notes[n++] =
+		    "WebSocket messages are inspected: egressd reads every client message "
+		    "and lets only GraphQL queries and subscriptions through; anything else "
+		    "closes the connection (code 4403) and is audited";
 	if (d->action == ACTION_FLAG && n < max)
 		notes[n++] = "flagged requests are let through and recorded in the audit log";
 	return n;

@@ -182,6 +182,7 @@ conn_exchange_free(struct conn *c)
 	free(x->path); /* and the query with it */
 	if (x->held != NULL)
 		evbuffer_free(x->held);
+	websocket_free(x->ws);
 	/*
 	 * From a slab of its own: the 2 KiB of each request's state is not
 	 * left as a hole between the objects of connections that stay open.

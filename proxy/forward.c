@@ -91,6 +91,24 @@ forward_is_websocket(const struct conn *c)
 	       http_list_has(c->x->req.upgrade, "websocket");
 }
 
+/*
+ * An upgrade whose client messages egressd will read: sent without
+ * Sec-WebSocket-Extensions, so no compression hides a payload, and only
+ * without a body, which the handshake does not have and nothing would
+ * inspect. Returns -1 after refusing it.
+ */
+static int
+forward_websocket_inspect(struct conn *c, int *flags)
+{
+	if (c->x->req.body != HTTP_BODY_NONE &&
+	    !(c->x->req.body == HTTP_BODY_LENGTH && c->x->req.length == 0)) {
+		respond_error(c, 400, "Bad Request", "a WebSocket upgrade carries no body");
+		return -1;
+	}
+	*flags |= HTTP_SER_NO_WS_EXT;
+	return 0;
+}
+
 /* Send the request head and what is already here of its body. */
 static void
 forward_send(struct conn *c)
@@ -102,11 +120,13 @@ forward_send(struct conn *c)
 		/* We answered the expectation; the upstream gets the body at once. */
 		c->x->req.flags &= ~HTTP_F_EXPECT_CONTINUE;
 	}
-	buf_init(&head);
 	if (forward_is_websocket(c)) {
 		flags |= HTTP_SER_UPGRADE;
 		c->x->upgrade = 1;
+		if (c->x->decision.ws_inspect && forward_websocket_inspect(c, &flags) == -1)
+			return;
 	}
+	buf_init(&head);
 	if (http_request_serialize(&c->x->req, c->x->req.uri.path, c->x->authority, flags, &head) ==
 	    -1) {
 		buf_free(&head);

@@ -52,6 +52,7 @@ static const struct {
     [HF_X_HTTP_METHOD] = HF_NAME("X-HTTP-Method"),
     [HF_X_METHOD_OVERRIDE] = HF_NAME("X-Method-Override"),
     [HF_SEC_WEBSOCKET_PROTOCOL] = HF_NAME("Sec-WebSocket-Protocol"),
+    [HF_SEC_WEBSOCKET_EXTENSIONS] = HF_NAME("Sec-WebSocket-Extensions"),
 };
 
 /*
@@ -669,18 +670,19 @@ http_dropped(const struct http_msg *msg, const struct http_header *h)
 }
 
 /*
- * The end-to-end fields in their order, then Via with this hop appended
- * (one line: the earlier values joined), then Upgrade when asked for.
+ * The end-to-end fields in their order but those in drop (HF_BIT mask),
+ * then Via with this hop appended (one line: the earlier values joined),
+ * then Upgrade when asked for.
  */
 static void
-http_add_fields(const struct http_msg *msg, int upgrade, struct buf *out)
+http_add_fields(const struct http_msg *msg, int upgrade, unsigned drop, struct buf *out)
 {
 	const struct http_header *h;
 	size_t i;
 
 	for (i = 0; i < msg->nheaders; i++) {
 		h = &msg->headers[i];
-		if (http_dropped(msg, h))
+		if ((HF_BIT(h->id) & drop) || http_dropped(msg, h))
 			continue;
 		/* RFC 9110 §10.1.1: an HTTP/1.0 expectation is ignored. */
 		if (msg->version == 10 && h->id == HF_EXPECT)
@@ -749,7 +751,9 @@ http_request_serialize(const struct http_msg *msg, const char *target, const cha
 	buf_adds(out, " HTTP/1.1\r\nHost: ");
 	buf_adds(out, host);
 	buf_add(out, "\r\n", 2);
-	http_add_fields(msg, upgrade, out);
+	http_add_fields(msg, upgrade,
+	                (flags & HTTP_SER_NO_WS_EXT) ? HF_BIT(HF_SEC_WEBSOCKET_EXTENSIONS) : 0,
+	                out);
 	if (!upgrade && !(flags & HTTP_SER_KEEP_ALIVE))
 		buf_adds(out, "Connection: close\r\n");
 	if (msg->body == HTTP_BODY_LENGTH)
@@ -792,7 +796,7 @@ http_response_serialize(const struct http_msg *msg, int client_version, int flag
 	buf_addc(out, ' ');
 	buf_adds(out, msg->reason);
 	buf_add(out, "\r\n", 2);
-	http_add_fields(msg, upgrade, out);
+	http_add_fields(msg, upgrade, 0, out);
 	if (!upgrade && msg->status >= 200) {
 		if (close)
 			buf_adds(out, "Connection: close\r\n");

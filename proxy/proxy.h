@@ -87,6 +87,7 @@ enum http_field {
 	HF_X_HTTP_METHOD,
 	HF_X_METHOD_OVERRIDE,
 	HF_SEC_WEBSOCKET_PROTOCOL,
+	HF_SEC_WEBSOCKET_EXTENSIONS, /* left out where egressd reads the frames */
 	HF_COUNT
 };
 #define HF_BIT(id) (1u << (id))
@@ -130,6 +131,7 @@ struct http_msg {
 
 #define HTTP_SER_KEEP_ALIVE 0x1 /* keep the connection; else Connection: close */
 #define HTTP_SER_UPGRADE    0x2 /* forward Upgrade and Connection: upgrade */
+#define HTTP_SER_NO_WS_EXT  0x4 /* leave Sec-WebSocket-Extensions out: frames stay readable */
 
 void http_msg_init(struct http_msg *);
 void http_msg_free(struct http_msg *);
@@ -339,6 +341,7 @@ struct exchange {
 	struct conn_body req_body;
 	struct conn_body resp_body;
 	struct evbuffer *held; /* a request body held for the decision */
+	struct websocket *ws;  /* a WebSocket whose client messages are read (websocket.c) */
 	int held_truncated;
 	uint64_t t_start;
 	int status;
@@ -416,6 +419,12 @@ void forward_start(struct conn *);
 int forward_retry(struct conn *);
 void forward_tunnel(struct conn *);
 
+/* websocket.c */
+struct websocket;
+int websocket_accept(struct conn *);
+void websocket_pump(struct conn *);
+void websocket_free(struct websocket *);
+
 /* transparent.c */
 void transparent_accept(struct egressd *, int, const struct sockaddr *);
 void transparent_request(struct conn *);
@@ -433,6 +442,7 @@ void relay_pump_head(struct conn *, const void *, size_t);
 void relay_send(struct conn_side *, const void *, size_t);
 void relay_send_buffer(struct conn_side *, struct evbuffer *);
 void relay_tunnel_eof(struct conn *, struct conn_side *);
+void relay_throttle(struct conn_side *, struct conn_side *);
 void side_attach(struct conn_side *, struct event_base *, event_callback_fn);
 void side_attach_event(struct conn_side *, struct event *);
 void side_detach(struct conn_side *);

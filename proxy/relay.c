@@ -95,7 +95,7 @@ relay_body_move(struct conn *c, struct conn_body *b, struct evbuffer *in, struct
 }
 
 /* Backpressure: stop reading src while dst has too much queued. */
-static void
+void
 relay_throttle(struct conn_side *src, struct conn_side *dst)
 {
 	if (src->bev == NULL || dst->bev == NULL)
@@ -177,7 +177,8 @@ relay_send(struct conn_side *s, const void *data, size_t len)
 
 /*
  * 101 to a WebSocket upgrade: the response goes to the client restating
- * the upgrade, and from then on the connection relays bytes both ways.
+ * the upgrade, and from then on the connection relays bytes both ways,
+ * the client's through websocket.c when the decision inspects them.
  */
 static void
 relay_upgrade(struct conn *c)
@@ -185,6 +186,8 @@ relay_upgrade(struct conn *c)
 	enum http_body out;
 	struct buf head;
 
+	if (c->x->decision.ws_inspect && websocket_accept(c) == -1)
+		return;
 	c->x->resp_parsed = 1;
 	c->x->status = 101;
 	buf_init(&head);
@@ -288,6 +291,10 @@ relay_pump_head(struct conn *c, const void *head, size_t len)
 	struct evbuffer *cin, *uin;
 	struct bufferevent *cb = c->client.bev, *ub = c->up.bev;
 
+	if (c->state == CONN_TUNNEL && c->x->ws != NULL) {
+		websocket_pump(c);
+		return;
+	}
 	if (c->state == CONN_TUNNEL) {
 		cin = bufferevent_get_input(cb);
 		uin = bufferevent_get_input(ub);

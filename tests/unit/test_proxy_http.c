@@ -453,6 +453,25 @@ test_serialize_upgrade(void **state)
 	assert_null(strstr(out.data, "pgrade"));
 	http_msg_free(&msg);
 
+	/* Where egressd reads the frames, no extension is offered (permessage-deflate). */
+	buf_reset(&out);
+	parse_ok("GET http://a/ws HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\n"
+	         "Upgrade: websocket\r\nSec-WebSocket-Extensions: permessage-deflate\r\n"
+	         "Sec-WebSocket-Protocol: graphql-ws\r\n\r\n",
+	         &msg);
+	assert_int_equal(http_request_serialize(&msg, NULL, NULL, HTTP_SER_UPGRADE, &out), 0);
+	assert_non_null(strstr(out.data, "Sec-WebSocket-Extensions: permessage-deflate\r\n"));
+	buf_reset(&out);
+	assert_int_equal(
+	    http_request_serialize(&msg, NULL, NULL, HTTP_SER_UPGRADE | HTTP_SER_NO_WS_EXT, &out),
+	    0);
+	assert_string_equal(str(&out), "GET /ws HTTP/1.1\r\nHost: a\r\n"
+	                               "Sec-WebSocket-Protocol: graphql-ws\r\n"
+	                               "Via: 1.1 egressd\r\n"
+	                               "Upgrade: websocket\r\n"
+	                               "Connection: upgrade\r\n\r\n");
+	http_msg_free(&msg);
+
 	buf_reset(&out);
 	http_msg_init(&msg);
 	text = "HTTP/1.1 101 Switching\r\nUpgrade: websocket\r\n"

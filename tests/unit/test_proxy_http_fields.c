@@ -42,6 +42,7 @@ test_field_id(void **state)
 	    {"X-HTTP-Method", HF_X_HTTP_METHOD},
 	    {"X-Method-Override", HF_X_METHOD_OVERRIDE},
 	    {"Sec-WebSocket-Protocol", HF_SEC_WEBSOCKET_PROTOCOL},
+	    {"Sec-WebSocket-Extensions", HF_SEC_WEBSOCKET_EXTENSIONS},
 	};
 	static const char *const others[] = {
 	    "Hos",

@@ -12,7 +12,7 @@ Endpoints: /hello, /chunked, /close, /echo, /big?n=BYTES, /slow?s=SECS,
 /silent, /status?code=N, /conns, /interim?n=N (N 102 responses first),
 /bighead?n=BYTES (a response head of
 about n bytes), /ws (a WebSocket echo: every data frame comes back as it
-was sent). With --tls-cert/--tls-key it also serves HTTPS on a second
+was sent, and is logged with its payload; see websocket()). With --tls-cert/--tls-key it also serves HTTPS on a second
 port (--tls-port-file), logging the SNI each connection sent. With --dns-port-file it also answers DNS
 on UDP: NAME.test is 127.0.0.1, so egressd (--upstream-dns) resolves test
 names to this server without touching the system resolver. Every wait is bounded, every thread is a
@@ -247,20 +247,34 @@ class Conn:
             rec["cipher"] = self.sock.cipher()[0]
         self.srv.record(rec)
         if target.split("?")[0] == "/ws":
-            return self.websocket(hmap)
+            return self.websocket(hmap, target)
         return self.respond(method, target, keep, blen[0], h.hexdigest())
 
-    def websocket(self, hmap):
-        """RFC 6455 echo: answer the upgrade, then send every data frame back."""
+    def websocket(self, hmap, target):
+        """RFC 6455 echo: answer the upgrade, then send every data frame back
+        as it came (its FIN bit kept), a pong for a ping, a close for a close.
+        The 101 chooses the first subprotocol the client offered, unless the
+        target says ?proto=none (none) or ?proto=NAME; ?ext=1 makes it claim
+        permessage-deflate. Every frame is logged with its payload (text up
+        to 64 KiB), so a test can tell exactly what reached the origin."""
         key = hmap.get("sec-websocket-key", [""])[0]
         if "websocket" not in ",".join(hmap.get("upgrade", [])).lower() or not key:
             self.send_simple(400, b"not a websocket upgrade\n", True)
             return False
+        q = urllib.parse.parse_qs(urllib.parse.urlsplit(target).query)
+        offered = [p.strip() for p in ",".join(hmap.get("sec-websocket-protocol", [])).split(",")
+                   if p.strip()]
+        proto = q.get("proto", [offered[0] if offered else "none"])[0]
         accept = base64.b64encode(hashlib.sha1(
             (key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").encode()).digest())
+        extra = b""
+        if proto != "none":
+            extra += b"Sec-WebSocket-Protocol: " + proto.encode() + b"\r\n"
+        if q.get("ext", ["0"])[0] == "1":
+            extra += b"Sec-WebSocket-Extensions: permessage-deflate\r\n"
         self.sock.sendall(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
                           b"Connection: Upgrade\r\nSec-WebSocket-Accept: " + accept +
-                          b"\r\n\r\n")
+                          b"\r\n" + extra + b"\r\n")
         for _ in range(1000):
             hdr = b""
             while len(hdr) < 2:
@@ -282,11 +296,15 @@ class Conn:
             data = b"".join(data)
             if mask:
                 data = bytes(b ^ mask[i % 4] for i, b in enumerate(data))
-            self.srv.record({"conn": self.cid, "ws_frame": op, "len": len(data)})
+            rec = {"conn": self.cid, "ws_frame": op, "fin": bool(hdr[0] & 0x80),
+                   "rsv": (hdr[0] >> 4) & 7, "masked": bool(mask), "len": len(data)}
+            if op in (0, 1) and len(data) <= 65536:
+                rec["data"] = data.decode("utf-8", "replace")
+            self.srv.record(rec)
             if op == 8:
-                self.sock.sendall(b"\x88\x00")
+                self.sock.sendall(b"\x88" + bytes([len(data)]) + data)
                 return False
-            out = bytes([0x80 | op])
+            out = bytes([(hdr[0] & 0x80) | (10 if op == 9 else op)])
             if len(data) < 126:
                 out += bytes([len(data)])
             elif len(data) < 65536:

@@ -24,6 +24,7 @@ ws_reader_init(struct ws_reader *r, size_t max)
 	r->max = max;
 	r->head_want = 2;
 	buf_init(&r->msg);
+	buf_reserve(&r->msg, 0); /* an empty message is "", never NULL */
 }
 
 void

@@ -538,6 +538,159 @@ test_bad_list_file(void **state)
 	buf_free(&errs);
 }
 
+/* Decide a request carrying header fields (name, value pairs, NULL-ended). */
+static void
+decide_ws(const struct policy *p, const char *method, const char *url, const char *const *fields,
+          struct decision *d)
+{
+	struct policy_request pr;
+	struct url u;
+	size_t i;
+
+	memset(&u, 0, sizeof u);
+	assert_null(url_parse(url, &u));
+	memset(&pr, 0, sizeof pr);
+	pr.host = &u.host;
+	pr.method = method;
+	pr.port = u.port;
+	pr.query = u.query;
+	for (i = 0; fields[i] != NULL; i += 2)
+		policy_request_header(&pr, fields[i], strlen(fields[i]), fields[i + 1]);
+	policy_decide(p, &pr, d);
+	url_free(&u);
+}
+
+static void
+test_websocket(void **state)
+{
+	static const char *const plain[] = {"Upgrade", "websocket", NULL};
+	static const char *const gql[] = {"Upgrade", "websocket", "Sec-WebSocket-Protocol",
+	                                  "graphql-transport-ws, graphql-ws", NULL};
+	static const char *const legacy[] = {"Upgrade", "websocket", "Sec-WebSocket-Protocol",
+	                                     "graphql-ws", NULL};
+	static const char *const mixed[] = {"Upgrade", "websocket", "Sec-WebSocket-Protocol",
+	                                    "graphql-ws, chat", NULL};
+	static const char *const none[] = {NULL};
+	static const struct {
+		const char *policy; /* base, flag, noq, strict */
+		const char *method;
+		const char *url;
+		const char *const *fields;
+		enum policy_action action;
+		const char *rule;
+		int inspect;
+	} t[] = {
+	    /* An unlisted host: a plain WebSocket is a violation. */
+	    {"base", "GET", "https://example.com/ws", plain, ACTION_BLOCK, "websocket", 0},
+	    {"flag", "GET", "https://example.com/ws", plain, ACTION_FLAG, "websocket", 0},
+	    /* Only GraphQL subprotocols, all of them: inspected. */
+	    {"base", "GET", "https://example.com/graphql", gql, ACTION_ALLOW, "websocket-graphql",
+	     1},
+	    {"base", "GET", "https://example.com/graphql", legacy, ACTION_ALLOW,
+	     "websocket-graphql", 1},
+	    {"base", "GET", "https://example.com/graphql", mixed, ACTION_BLOCK, "websocket", 0},
+	    {"noq", "GET", "https://example.com/graphql", gql, ACTION_BLOCK, "websocket", 0},
+	    /* A mutation in the URL is refused as without the upgrade. */
+	    {"base", "GET", "https://example.com/graphql?query=mutation%7Bx%7D", gql, ACTION_BLOCK,
+	     "graphql-mutation", 0},
+	    {"base", "GET", "https://example.com/graphql?query=%7Bx%7D", plain, ACTION_BLOCK,
+	     "websocket", 0},
+	    /* Allowlisted hosts are unchanged; listed and strict refusals come first. */
+	    {"base", "GET", "https://api.anthropic.com/ws", plain, ACTION_ALLOW,
+	     "api.anthropic.com", 0},
+	    {"base", "GET", "https://api.anthropic.com/ws", gql, ACTION_ALLOW, "api.anthropic.com",
+	     0},
+	    {"base", "GET", "https://x.segment.io/ws", gql, ACTION_BLOCK, "*.segment.io", 0},
+	    {"strict", "GET", "https://example.com/ws", gql, ACTION_BLOCK, "strict-default-deny",
+	     0},
+	    /* Only a GET upgrades to a WebSocket. */
+	    {"base", "POST", "https://example.com/ws", plain, ACTION_BLOCK, "method-not-allowed",
+	     0},
+	    {"base", "HEAD", "https://example.com/ws", gql, ACTION_ALLOW, "allow-methods", 0},
+	    {"base", "GET", "https://example.com/ws", none, ACTION_ALLOW, "allow-methods", 0},
+	};
+	struct policy *base, *flag, *noq, *strict, *p;
+	struct decision d;
+	size_t i;
+
+	(void)state;
+	base = load("base.yaml", base_yaml);
+	flag = load_variant("flag.yaml", "onViolation: block", "onViolation: flag");
+	noq = load_variant("noq.yaml", "allowGraphqlQueries: true", "allowGraphqlQueries: false");
+	strict = load_variant("strict.yaml", "mode: practical", "mode: strict");
+	for (i = 0; i < EG_NELEM(t); i++) {
+		p = strcmp(t[i].policy, "flag") == 0     ? flag
+		    : strcmp(t[i].policy, "noq") == 0    ? noq
+		    : strcmp(t[i].policy, "strict") == 0 ? strict
+		                                         : base;
+		decide_ws(p, t[i].method, t[i].url, t[i].fields, &d);
+		if (d.action != t[i].action || strcmp(d.rule, t[i].rule) != 0 ||
+		    d.ws_inspect != t[i].inspect)
+			fail_msg("case %zu %s %s: got %s %s inspect %d (%s)", i, t[i].method,
+			         t[i].url, policy_action_name(d.action), d.rule, d.ws_inspect,
+			         d.reason);
+	}
+	decide_ws(base, "GET", "https://example.com/graphql", gql, &d);
+	assert_string_equal(d.list, "websocket");
+	assert_non_null(strstr(d.source, "base.yaml:16")); /* allowGraphqlQueries */
+	assert_non_null(strstr(d.reason, "every client message is inspected"));
+	policy_unref(base);
+	policy_unref(flag);
+	policy_unref(noq);
+	policy_unref(strict);
+}
+
+/* One client message on an inspected WebSocket, by its classification. */
+static void
+test_websocket_message(void **state)
+{
+	static const struct {
+		const char *msg;
+		int flag;
+		enum policy_action action;
+		const char *rule;
+	} t[] = {
+	    {"{\"type\":\"connection_init\",\"payload\":{\"token\":\"x\"}}", 0, ACTION_ALLOW, ""},
+	    {"{\"type\":\"ping\"}", 0, ACTION_ALLOW, ""},
+	    {"{\"type\":\"subscribe\",\"id\":\"1\",\"payload\":{\"query\":\"query Q { a }\"}}", 0,
+	     ACTION_ALLOW, "websocket-graphql"},
+	    {"{\"type\":\"subscribe\",\"id\":\"1\",\"payload\":{\"query\":\"subscription { a }\"}}",
+	     0, ACTION_ALLOW, "websocket-graphql"},
+	    {"{\"type\":\"subscribe\",\"id\":\"1\",\"payload\":{\"query\":\"mutation M { a }\"}}",
+	     0, ACTION_BLOCK, "graphql-mutation"},
+	    {"{\"type\":\"subscribe\",\"id\":\"1\",\"payload\":{\"query\":\"mutation M { a }\"}}",
+	     1, ACTION_FLAG, "graphql-mutation"},
+	    {"{\"type\":\"subscribe\",\"id\":\"1\",\"payload\":{\"query\":\"{ a \"}}", 0,
+	     ACTION_BLOCK, "graphql-not-query"},
+	    {"{\"type\":\"start\",\"id\":\"1\",\"payload\":{\"query\":\"{ a }\"}}", 0, ACTION_BLOCK,
+	     "websocket-message"},
+	    {"{\"type\":\"start\",\"id\":\"1\",\"payload\":{\"query\":\"{ a }\"}}", 1, ACTION_FLAG,
+	     "websocket-message"},
+	};
+	struct policy *base, *flag;
+	struct gql_ws_msg m;
+	struct decision d;
+	size_t i;
+
+	(void)state;
+	base = load("base.yaml", base_yaml);
+	flag = load_variant("flag.yaml", "onViolation: block", "onViolation: flag");
+	for (i = 0; i < EG_NELEM(t); i++) {
+		graphql_ws_classify(GQL_WS_TRANSPORT, t[i].msg, strlen(t[i].msg), &m);
+		policy_decide_ws_message(t[i].flag ? flag : base, &m, &d);
+		if (d.action != t[i].action || strcmp(d.rule, t[i].rule) != 0)
+			fail_msg("%s: got %s %s (%s)", t[i].msg, policy_action_name(d.action),
+			         d.rule, d.reason);
+		assert_int_equal(d.graphql_present, m.kind == GQL_WS_OPERATION);
+	}
+	graphql_ws_classify(GQL_WS_TRANSPORT, t[4].msg, strlen(t[4].msg), &m);
+	policy_decide_ws_message(base, &m, &d);
+	assert_string_equal(d.gql.name, "M");
+	assert_string_equal(d.reason, "GraphQL mutation M over WebSocket is a write");
+	policy_unref(base);
+	policy_unref(flag);
+}
+
 static int
 setup(void **state)
 {
@@ -563,6 +716,8 @@ main(void)
 	    cmocka_unit_test(test_decide_table),  cmocka_unit_test(test_modes),
 	    cmocka_unit_test(test_address_guard), cmocka_unit_test(test_default_and_refs),
 	    cmocka_unit_test(test_bad_list_file),
+	    cmocka_unit_test(test_websocket),
+	    cmocka_unit_test(test_websocket_message),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

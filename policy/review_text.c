@@ -120,6 +120,7 @@ void
 review_text_event(struct buf *b, const struct review_event *ev, int color)
 {
 	const char *act = review_act_name(ev->act);
+	size_t n;
 
 	review_text_str(b, ev->ts);
 	buf_adds(b, "  ");
@@ -128,8 +129,10 @@ review_text_event(struct buf *b, const struct review_event *ev, int color)
 	else
 		buf_printf(b, "%-5s", act);
 	buf_addc(b, ' ');
-	review_text_escape(b, ev->event, strnlen(ev->event, 16));
-	buf_printf(b, "%*s", (int)(8 - strnlen(ev->event, 8)), "");
+	n = strnlen(ev->event, 16);
+	review_text_escape(b, ev->event, n);
+	/* The column fits the usual types; a longer one (websocket) still gets a space. */
+	buf_printf(b, "%*s", n < 8 ? (int)(8 - n) : 1, "");
 	if (ev->method != NULL) {
 		struct buf m;
 

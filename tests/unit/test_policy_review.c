@@ -611,14 +611,42 @@ test_bad_lines(void **state)
 	buf_free(&in);
 }
 
+/* An event type longer than the column (websocket) still stands apart from the target. */
+static void
+test_long_event_type(void **state)
+{
+	static const char line[] =
+	    "{\"v\":1,\"ts\":\"2026-11-29T11:00:00.250Z\",\"seq\":1,\"event\":\"websocket\","
+	    "\"action\":\"block\",\"rule\":\"graphql-mutation\",\"source\":\"builtin\","
+	    "\"host\":\"api.example.com\",\"port\":443,\"scheme\":\"https\",\"path\":\"/graphql\","
+	    "\"graphql\":{\"operation\":\"mutation\",\"name\":\"M\"}}\n";
+	struct review_opts o;
+	char *text;
+	int rc;
+
+	(void)state;
+	opts(&o, "ws.jsonl");
+	text = run_mem(review_summary, line, sizeof line - 1, &o, &rc);
+	assert_int_equal(rc, 0);
+	if (strstr(text, "block websocket api.example.com/graphql  rule graphql-mutation") == NULL)
+		fail_msg("%s", text);
+	free(text);
+	fclose(o.err);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_time_parse),     cmocka_unit_test(test_summary_golden),
-	    cmocka_unit_test(test_filters_golden), cmocka_unit_test(test_suggest_golden),
-	    cmocka_unit_test(test_verify),         cmocka_unit_test(test_crafted),
-	    cmocka_unit_test(test_html),           cmocka_unit_test(test_bad_lines),
+	    cmocka_unit_test(test_time_parse),
+	    cmocka_unit_test(test_summary_golden),
+	    cmocka_unit_test(test_filters_golden),
+	    cmocka_unit_test(test_suggest_golden),
+	    cmocka_unit_test(test_verify),
+	    cmocka_unit_test(test_crafted),
+	    cmocka_unit_test(test_html),
+	    cmocka_unit_test(test_bad_lines),
+	    cmocka_unit_test(test_long_event_type),
 	};
 
 	log_init("test", LOG_LVL_ERR);

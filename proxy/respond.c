@@ -73,6 +73,8 @@ respond_block(struct conn *c)
 		         c->x->host.name,
 		         c->x->host.kind == HOST_ADDR && c->x->host.addr.af == AF_INET6 ? "]" : "",
 		         c->x->port);
+	else if (d->list != NULL && strcmp(d->list, "websocket") == 0)
+		snprintf(hint, sizeof hint, "--header 'Upgrade: websocket' %s", c->x->host.name);
 	else if (strcmp(c->x->req.method, "GET") != 0)
 		snprintf(hint, sizeof hint, "--method %s %s", c->x->req.method, c->x->host.name);
 	else

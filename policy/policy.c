@@ -503,24 +503,24 @@ policy_decide_request(const struct policy *p, const struct policy_request *req, 
 
 /*
  * Step 4 for a WebSocket upgrade (a GET whose Upgrade field, named by
- * Connection, holds websocket); returns 0 when req is none and the method
- * rules decide. After the 101 the connection carries messages both ways
- * that no method rule sees, so to a host the allowlist does not name it
- * is a write channel: a violation, unless every subprotocol offered is a
- * GraphQL one, whose client messages egressd can read. Then it is allowed
- * on the condition that each message is inspected (ws_inspect) and only
- * queries and subscriptions go up (policy_decide_ws_message).
+ * Connection, holds websocket) that the method rules allowed. After the
+ * 101 the connection carries messages both ways that no method rule
+ * sees, so to a host the allowlist does not name it is a write channel:
+ * a violation, unless every subprotocol offered is a GraphQL one, whose
+ * client messages egressd can read. Then it is allowed on the condition
+ * that each message is inspected (ws_inspect) and only queries and
+ * subscriptions go up (policy_decide_ws_message).
  */
-static int
+static void
 policy_decide_upgrade(const struct policy *p, const struct policy_request *req, struct decision *d)
 {
 	const struct config *cfg = p->cfg;
 
 	if (req->upgrade != POLICY_UPGRADE_WEBSOCKET || strcmp(req->method, "GET") != 0)
-		return 0;
+		return;
 	/* A document in the URL that is not a query is refused as it would be without the upgrade. */
 	if (d->graphql_present && d->gql.op != GQL_QUERY)
-		return 0;
+		return;
 	if (req->ws_offer == POLICY_WS_GRAPHQL && cfg->allow_graphql_queries) {
 		decision_set(d, ACTION_ALLOW, "websocket-graphql", "websocket");
 		policy_loc_format(&cfg->allow_graphql_queries_loc, d->source, sizeof d->source);
@@ -528,7 +528,7 @@ policy_decide_upgrade(const struct policy *p, const struct policy_request *req, 
 		         "WebSocket for GraphQL (graphql-transport-ws or graphql-ws): every client "
 		         "message is inspected, only queries and subscriptions go through");
 		d->ws_inspect = 1;
-		return 1;
+		return;
 	}
 	if (req->ws_offer == POLICY_WS_GRAPHQL)
 		snprintf(d->reason, sizeof d->reason,
@@ -543,7 +543,6 @@ policy_decide_upgrade(const struct policy *p, const struct policy_request *req, 
 		    d->reason, sizeof d->reason,
 		    "WebSocket upgrade: a write channel to a host the allowlist does not name");
 	policy_violation(p, d, "websocket", "websocket", &cfg->mode_loc);
-	return 1;
 }
 
 /*
@@ -706,9 +705,13 @@ policy_decide(const struct policy *p, const struct policy_request *req, struct d
 		                  : " is not listed; practical mode checks each request's method");
 		return;
 	}
-	if (policy_decide_upgrade(p, req, d))
-		return;
+	/*
+	 * An upgrade must pass the method rules first (its overrides, a
+	 * document in its URL), then the WebSocket rule.
+	 */
 	policy_decide_request(p, req, d);
+	if (d->action == ACTION_ALLOW)
+		policy_decide_upgrade(p, req, d);
 }
 
 /*

@@ -51,13 +51,74 @@ respond_error(struct conn *c, int status, const char *reason, const char *detail
 	conn_flush_close(c);
 }
 
+/* Appends " --header 'NAME: VALUE'" when the field can be quoted for a shell as it is. */
+static void
+respond_hint_header(struct buf *b, const char *name, const char *value)
+{
+	if (strchr(value, '\'') != NULL || !http_visible(value) || strlen(value) > 64)
+		return;
+	buf_printf(b, " --header '%s: %s'", name, value);
+}
+
+/*
+ * The policyctl explain command that asks about this request: its method,
+ * the header fields the decision read, its body when one was held (the
+ * user saves it to FILE), and the host. *body_flag says whether --body is
+ * in it.
+ */
+static void
+respond_hint(struct conn *c, struct buf *b, int *body_flag)
+{
+	const struct http_msg *m = &c->x->req;
+	const struct http_header *h;
+	const char *ct;
+	size_t i;
+	int v6 = c->x->host.kind == HOST_ADDR && c->x->host.addr.af == AF_INET6;
+
+	*body_flag = 0;
+	if (strcmp(m->method, "CONNECT") == 0) {
+		buf_printf(b, "--method CONNECT %s%s%s:%u", v6 ? "[" : "", c->x->host.name,
+		           v6 ? "]" : "", c->x->port);
+		return;
+	}
+	if (strcmp(m->method, "GET") != 0)
+		buf_printf(b, " --method %s", m->method);
+	if (m->flags & HTTP_F_UPGRADE && m->upgrade != NULL)
+		respond_hint_header(b, "Upgrade", m->upgrade);
+	for (i = 0; i < m->nheaders; i++) {
+		h = &m->headers[i];
+		if (h->id == HF_X_HTTP_METHOD_OVERRIDE || h->id == HF_X_HTTP_METHOD ||
+		    h->id == HF_X_METHOD_OVERRIDE ||
+		    (h->id == HF_SEC_WEBSOCKET_PROTOCOL && (m->flags & HTTP_F_UPGRADE)))
+			respond_hint_header(b, h->name, h->value);
+	}
+	if (c->x->held != NULL && evbuffer_get_length(c->x->held) > 0) {
+		if ((ct = http_msg_header(m, "Content-Type")) != NULL && strchr(ct, '\'') == NULL &&
+		    http_visible(ct) && strlen(ct) <= 64)
+			buf_printf(b, " --content-type '%s'", ct);
+		buf_adds(b, " --body FILE");
+		*body_flag = 1;
+	}
+	/* GraphQL in the URL decides too: then the URL goes whole, quoted. */
+	if (c->x->decision.graphql_present && c->x->query != NULL && c->x->path != NULL &&
+	    strchr(c->x->path, '\'') == NULL && strchr(c->x->query, '\'') == NULL &&
+	    strlen(c->x->path) + strlen(c->x->query) <= 512) {
+		buf_printf(b, " '%s://%s%s%s:%u%s?%s'", (c->flags & CONN_F_TLS) ? "https" : "http",
+		           v6 ? "[" : "", c->x->host.name, v6 ? "]" : "", c->x->port, c->x->path,
+		           c->x->query);
+		return;
+	}
+	buf_printf(b, " %s%s%s", v6 ? "[" : "", c->x->host.name, v6 ? "]" : "");
+}
+
 /* 403 naming the rule, its source and the command that explains it. */
 void
 respond_block(struct conn *c)
 {
 	const struct decision *d = &c->x->decision;
-	char body[1024], hint[320];
-	int keep;
+	char body[2048];
+	struct buf hint;
+	int keep, body_flag;
 
 	if ((c->flags & CONN_F_TRANSPARENT) && !(c->flags & CONN_F_TLS) &&
 	    strcmp(c->x->req.method, "CONNECT") == 0) {
@@ -67,24 +128,16 @@ respond_block(struct conn *c)
 		conn_close(c, "blocked");
 		return;
 	}
-	if (strcmp(c->x->req.method, "CONNECT") == 0)
-		snprintf(hint, sizeof hint, "--method CONNECT %s%s%s:%u",
-		         c->x->host.kind == HOST_ADDR && c->x->host.addr.af == AF_INET6 ? "[" : "",
-		         c->x->host.name,
-		         c->x->host.kind == HOST_ADDR && c->x->host.addr.af == AF_INET6 ? "]" : "",
-		         c->x->port);
-	else if (d->list != NULL && strcmp(d->list, "websocket") == 0)
-		snprintf(hint, sizeof hint, "--header 'Upgrade: websocket' %s", c->x->host.name);
-	else if (strcmp(c->x->req.method, "GET") != 0)
-		snprintf(hint, sizeof hint, "--method %s %s", c->x->req.method, c->x->host.name);
-	else
-		snprintf(hint, sizeof hint, "%s", c->x->host.name);
+	buf_init(&hint);
+	respond_hint(c, &hint, &body_flag);
 	snprintf(body, sizeof body,
 	         "Blocked by the egress policy.\n"
 	         "host: %s\nrule: %s (%s%s%s)\nreason: %s\n"
-	         "To see why: policyctl explain %s\n",
+	         "To see why: policyctl explain %s\n%s",
 	         c->x->host.name, d->rule, d->list ? d->list : "", d->list ? ", " : "", d->source,
-	         d->reason, hint);
+	         d->reason, buf_cstr(&hint) + (buf_cstr(&hint)[0] == ' '),
+	         body_flag ? "(FILE: a file holding the request body)\n" : "");
+	buf_free(&hint);
 	/* Keep the connection only when no request body is left unread. */
 	keep = (c->x->req.flags & HTTP_F_KEEP_ALIVE) &&
 	       (c->x->req.body == HTTP_BODY_NONE || c->x->req_body.done ||

@@ -142,6 +142,26 @@ for f in gql-json:q.json gql-batch:batch.json gql-graphql:q.graphql gql-form:q.f
 	expect_eq "$(jq -r "select(.target == \"/echo?c=${f%%:*}\") | .body_len" "$ORIGIN_LOG")" \
 	    "$(stat -c %s "$T/${f#*:}")" "${f%%:*}: the body arrived whole"
 done
+
+# The 403's "To see why" command, run as a user pastes it (FILE being the
+# body they sent), names the rule the proxy applied: it carries the
+# method, the overrides and the body that decided.
+hint() { # hint NAME BODYFILE CURL-ARGS...
+	local name=$1 body=$2 line rule
+	shift 2
+	run curl -s -D "$T/hint.h" --max-time 20 -x "http://127.0.0.1:$EG_PORT" "$@"
+	rule=$(tr -d '\r' <"$T/hint.h" | sed -n 's/^X-Egress-Rule: //p')
+	line=$(printf '%s\n' "$OUT" | sed -n 's/^To see why: policyctl explain //p')
+	[ -n "$line" ] || { bad "$name: the 403 names an explain command ($OUT)"; return; }
+	line=${line//FILE/$body}
+	eval "run \"\$POLICYCTL\" explain --config \"\$EG_CONFIG\" --json $line"
+	expect_eq "$(jqf .rule)" "$rule" "$name: the 403's explain command gives its rule"
+}
+hint "a body on a GET" "$T/hello.txt" -X GET -H 'Content-Type: text/plain' \
+    --data-binary @"$T/hello.txt" "http://plain.test:$O/echo?c=hint-body"
+hint "a method override" - -H 'X-HTTP-Method-Override: DELETE' "http://plain.test:$O/echo?c=hint-o"
+hint "a mutation in the URL" - "http://plain.test:$O/echo?c=hint-q&query=mutation%7Ba%7D"
+hint "a POST" - -d x "http://plain.test:$O/echo?c=hint-post"
 stop_egressd
 
 # --- onViolation: flag lets a body on a read method through, flagged ---

@@ -158,21 +158,6 @@ read_body(const char *path, size_t max, size_t *len, int *truncated)
 	return data;
 }
 
-/* A body given without --content-type: JSON when it looks like JSON. */
-static const char *
-guess_content_type(const char *body, size_t len)
-{
-	size_t i;
-
-	for (i = 0; i < len; i++) {
-		if (body[i] == ' ' || body[i] == '\t' || body[i] == '\r' || body[i] == '\n')
-			continue;
-		return body[i] == '{' || body[i] == '[' ? "application/json"
-		                                        : "application/graphql";
-	}
-	return "application/json";
-}
-
 static const char *
 action_word(enum policy_action a)
 {
@@ -378,10 +363,9 @@ cmd_explain(struct ctl *c, const char *input)
 			goto out;
 		}
 		req.body = body;
-		req.content_type =
-		    c->content_type ? c->content_type : guess_content_type(body, req.body_len);
-	} else
-		req.content_type = c->content_type;
+	}
+	/* Without --content-type the request has none, and is read as egressd reads it. */
+	req.content_type = c->content_type;
 
 	policy_decide(p, &req, &d);
 	if (u.host.kind == HOST_ADDR)

@@ -138,6 +138,11 @@ check "GraphQL POST, application/graphql" 200 allow graphql-query POST '/echo?c=
 check "GraphQL POST, form" 200 allow graphql-query POST '/echo?c=gql-form' \
     --ct application/x-www-form-urlencoded --body "$T/q.form"
 check "GraphQL GET in the URL" 200 allow allow-methods GET '/echo?c=gql-get&query=%7Ba%7D'
+# Without a content type a JSON body is still GraphQL, a bare document is not (explain too).
+check "GraphQL POST, JSON without a content type" 200 allow graphql-query POST '/echo?c=gql-noct' \
+    --body "$T/q.json"
+check "a GraphQL document without a content type" 403 block method-not-allowed POST \
+    '/echo?c=doc-noct' --body "$T/q.graphql"
 for f in gql-json:q.json gql-batch:batch.json gql-graphql:q.graphql gql-form:q.form; do
 	expect_eq "$(jq -r "select(.target == \"/echo?c=${f%%:*}\") | .body_len" "$ORIGIN_LOG")" \
 	    "$(stat -c %s "$T/${f#*:}")" "${f%%:*}: the body arrived whole"

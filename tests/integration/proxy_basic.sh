@@ -73,7 +73,9 @@ BODY=$(cat "$T/b")
 expect_eq "$(status_of "$T/h")" 403 "POST to a plain host is 403"
 expect_eq "$(header_of "$T/h" X-Egress-Rule)" method-not-allowed "X-Egress-Rule header"
 expect_contains "$BODY" "rule: method-not-allowed (methods, $P:7)" "403 body names rule and source"
-expect_contains "$BODY" "policyctl explain --method POST plain.test" "403 body names policyctl explain"
+expect_contains "$BODY" \
+    "policyctl explain --method POST --content-type 'application/x-www-form-urlencoded' --body FILE plain.test" \
+    "403 body names policyctl explain, with the body that was held"
 expect_eq "$(origin_count 'select(.method)')" "$before" "blocked POST never reached the origin"
 OUT=$(audit_last '.event == "http" and .method == "POST" and .host == "plain.test"')
 expect_eq "$(jqf .action):$(jqf .rule):$(jqf .status)" "block:method-not-allowed:403" "POST audited block"

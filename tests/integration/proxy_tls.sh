@@ -251,7 +251,9 @@ expect_eq "$(jq -r 'select((.target // "") | startswith("/hello?n=")) | .target'
 before=$(origin_count 'select(.method == "POST")')
 run tcurl -D "$T/h" -o "$T/body" -w '%{http_code}' -d 'x=1' https://origin.test/echo
 expect_eq "$OUT" 403 "POST inside TLS is blocked"
-expect_contains "$(cat "$T/body")" "policyctl explain --method POST origin.test" "403 body names the explain command"
+expect_contains "$(cat "$T/body")" \
+    "policyctl explain --method POST --content-type 'application/x-www-form-urlencoded' --body FILE origin.test" \
+    "403 body names the explain command"
 expect_contains "$(tr -d '\r' <"$T/h")" "X-Egress-Rule: method-not-allowed" "403 carries X-Egress-Rule"
 expect_eq "$(origin_count 'select(.method == "POST")')" "$before" "blocked POST never reached the origin"
 expect_eq "$(audit_last '.event == "http" and .method == "POST"' | jq -r '[.action, .scheme, .status] | @tsv')" \

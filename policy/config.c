@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <yaml.h>
 
@@ -471,10 +472,182 @@ config_layer_free(struct config *layer)
 	free(layer->audit_path);
 }
 
+/*
+ * Merging an untrusted file (a project file the payload can write between
+ * runs). Only what tightens the configuration merged so far is taken:
+ * blocklist entries (appended whatever inheritGlobal says), a stricter
+ * mode, failClosed, blockDohProviders and ca.nameConstraints turned on,
+ * onViolation: block, allowGraphqlQueries: false, a smaller
+ * maxGraphqlBody, and allowMethods narrowed to entries the trusted list
+ * already has. Everything else that would change the result is left out
+ * and recorded with its place, for the caller to report and audit.
+ */
+static void
+config_ignore(struct config *cfg, const char *key, const char *entry, const struct cfg_loc *loc,
+              const char *why)
+{
+	struct cfg_ignored *ig;
+
+	cfg->ignored = xreallocarray(cfg->ignored, cfg->nignored + 1, sizeof *cfg->ignored);
+	ig = &cfg->ignored[cfg->nignored++];
+	ig->key = key;
+	ig->entry = entry != NULL ? xstrdup(entry) : NULL;
+	ig->why = why;
+	ig->loc = *loc;
+}
+
+static int
+config_mode_rank(enum policy_mode m)
+{
+	return m == MODE_OFF ? 2 : m == MODE_STRICT ? 1 : 0;
+}
+
+/*
+ * A boolean an untrusted file may only set to tight: taken when it is,
+ * ignored when it would turn the merged value the other way.
+ */
+#define CONFIG_TIGHTEN_BOOL(cfg, layer, field, tight, key, why)                                    \
+	do {                                                                                       \
+		if ((layer)->field##_loc.line == 0 || (layer)->field == (cfg)->field)              \
+			break;                                                                     \
+		if ((layer)->field == (tight)) {                                                   \
+			(cfg)->field = (layer)->field;                                             \
+			(cfg)->field##_loc = (layer)->field##_loc;                                 \
+		} else                                                                             \
+			config_ignore(cfg, key, NULL, &(layer)->field##_loc, why);                 \
+	} while (0)
+
+/* A setting an untrusted file may not change at all. */
+#define CONFIG_KEEP(cfg, layer, field, key, why)                                                   \
+	do {                                                                                       \
+		if ((layer)->field##_loc.line > 0 && (layer)->field != (cfg)->field)               \
+			config_ignore(cfg, key, NULL, &(layer)->field##_loc, why);                 \
+	} while (0)
+
+/* A host list an untrusted file may not add to. */
+static void
+config_untrusted_list(struct config *cfg, const struct cfg_list *l, const char *key,
+                      const char *why)
+{
+	if (l->set && l->n > 0)
+		config_ignore(cfg, key, NULL, &l->loc, why);
+}
+
+/* allowMethods: only entries the merged list already has; the list may shrink. */
+static void
+config_untrusted_methods(struct config *cfg, struct config *layer)
+{
+	struct cfg_list *have = &cfg->allow_methods, *want = &layer->allow_methods;
+	struct cfg_list kept;
+	size_t i, j;
+
+	if (!want->set)
+		return;
+	memset(&kept, 0, sizeof kept);
+	kept.items = xreallocarray(NULL, want->n + 1, sizeof *kept.items);
+	for (i = 0; i < want->n; i++) {
+		for (j = 0; j < have->n; j++)
+			if (strcmp(want->items[i].value, have->items[j].value) == 0)
+				break;
+		if (j == have->n) {
+			config_ignore(
+			    cfg, "network.allowMethods", want->items[i].value, &want->items[i].loc,
+			    "would allow a method the trusted allowMethods does not list");
+			free(want->items[i].value);
+			continue;
+		}
+		kept.items[kept.n++] = want->items[i];
+	}
+	kept.set = 1;
+	kept.loc = want->loc;
+	free(want->items);
+	memset(want, 0, sizeof *want);
+	*want = kept;
+	config_merge_list(have, want, 0);
+}
+
+static int
+config_ignored_cmp(const void *a, const void *b)
+{
+	const struct cfg_ignored *x = a, *y = b;
+
+	if (x->loc.line != y->loc.line)
+		return x->loc.line < y->loc.line ? -1 : 1;
+	return x->loc.col < y->loc.col ? -1 : x->loc.col > y->loc.col;
+}
+
+static void
+config_merge_untrusted(struct config *cfg, struct config *layer)
+{
+	size_t first = cfg->nignored;
+
+	if (layer->inherit_global_loc.line > 0 && !layer->inherit_global)
+		config_ignore(cfg, "network.inheritGlobal", NULL, &layer->inherit_global_loc,
+		              "would drop the trusted files' lists");
+	if (layer->mode_loc.line > 0 &&
+	    config_mode_rank(layer->mode) > config_mode_rank(cfg->mode)) {
+		cfg->mode = layer->mode;
+		cfg->mode_loc = layer->mode_loc;
+	} else if (layer->mode_loc.line > 0 && layer->mode != cfg->mode)
+		config_ignore(cfg, "network.mode", NULL, &layer->mode_loc,
+		              "would loosen the mode of the trusted configuration");
+	CONFIG_TIGHTEN_BOOL(cfg, layer, allow_graphql_queries, 0, "network.allowGraphqlQueries",
+	                    "would allow GraphQL queries the trusted configuration refuses");
+	CONFIG_TIGHTEN_BOOL(cfg, layer, on_violation, VIOLATION_BLOCK, "network.onViolation",
+	                    "would let violations through");
+	CONFIG_TIGHTEN_BOOL(cfg, layer, fail_closed, 1, "network.failClosed",
+	                    "would let the payload run when the sandbox cannot be set up");
+	CONFIG_TIGHTEN_BOOL(cfg, layer, block_doh_providers, 1, "network.blockDohProviders",
+	                    "would unblock the DNS-over-HTTPS services");
+	CONFIG_TIGHTEN_BOOL(cfg, layer, ca_name_constraints, 1, "ca.nameConstraints",
+	                    "would drop the run CA's name constraints");
+	if (layer->max_graphql_body_loc.line > 0 &&
+	    layer->max_graphql_body < cfg->max_graphql_body) {
+		cfg->max_graphql_body = layer->max_graphql_body;
+		cfg->max_graphql_body_loc = layer->max_graphql_body_loc;
+	} else
+		CONFIG_KEEP(cfg, layer, max_graphql_body, "network.maxGraphqlBody",
+		            "would raise the trusted limit");
+	CONFIG_KEEP(cfg, layer, proxy_port, "network.proxyPort",
+	            "would move a listener the trusted configuration placed");
+	CONFIG_KEEP(cfg, layer, dns_port, "network.dnsPort",
+	            "would move a listener the trusted configuration placed");
+	CONFIG_KEEP(cfg, layer, ca_lifetime_hours, "ca.lifetimeHours",
+	            "would change the run CA the trusted configuration set up");
+	if (layer->audit_path_loc.line > 0)
+		config_ignore(cfg, "audit.path", NULL, &layer->audit_path_loc,
+		              "would choose the file egressd writes to");
+	config_untrusted_list(cfg, &layer->allowlist, "network.allowlist", "would allow hosts");
+	config_untrusted_list(cfg, &layer->passthrough, "network.passthrough",
+	                      "would exempt hosts from interception");
+	config_untrusted_list(cfg, &layer->blocklist_files, "network.blocklistFiles",
+	                      "would make egressd read a file the payload chose");
+	config_merge_list(&cfg->blocklist, &layer->blocklist, 1);
+	config_untrusted_methods(cfg, layer);
+	/* Reported in the file's order. */
+	if (cfg->nignored > first)
+		qsort(cfg->ignored + first, cfg->nignored - first, sizeof *cfg->ignored,
+		      config_ignored_cmp);
+}
+
+/* "FILE:LINE:COL: KEY [entry "E"] is ignored: ..." for warnings and audit reasons. */
+void
+config_ignored_text(const struct cfg_ignored *ig, struct buf *out)
+{
+	buf_adds(out, ig->key);
+	if (ig->entry != NULL) {
+		buf_adds(out, " entry \"");
+		config_escape(out, ig->entry, strlen(ig->entry));
+		buf_adds(out, "\"");
+	}
+	buf_printf(out, " is ignored: a project file may only tighten the policy, and this %s",
+	           ig->why);
+}
+
 /* Parse, check and merge one file's text; file NULL is the built-in policy. */
 static void
 config_add_text(struct cfg_ctx *ctx, struct config *cfg, const char *file, const char *data,
-                size_t len)
+                size_t len, int untrusted)
 {
 	struct cfg_node *root;
 	struct config layer;
@@ -496,21 +669,36 @@ config_add_text(struct cfg_ctx *ctx, struct config *cfg, const char *file, const
 	dir = config_base_dir(file);
 	schema_apply(ctx, root, &layer, dir);
 	free(dir);
-	config_merge(cfg, &layer);
+	if (untrusted)
+		config_merge_untrusted(cfg, &layer);
+	else
+		config_merge(cfg, &layer);
 	config_layer_free(&layer);
 	config_node_free(root);
 }
 
-/* Read a whole file, up to one byte past the limit so that size is caught. */
+/*
+ * Read a whole file, up to one byte past the limit so that size is caught.
+ * An untrusted file must be a regular file reached without following a
+ * last symbolic link: a FIFO would block the reader (egressd's loop, on
+ * reload) and a link could point egressd at a file the payload cannot read.
+ */
 static char *
-config_read_file(const char *path, size_t *lenp, int *errnop)
+config_read_file(const char *path, int untrusted, size_t *lenp, int *errnop)
 {
+	struct stat st;
 	struct buf b;
 	ssize_t n;
 	int fd;
 
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | (untrusted ? O_NOFOLLOW | O_NONBLOCK : 0))) ==
+	    -1) {
 		*errnop = errno;
+		return NULL;
+	}
+	if (untrusted && (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode))) {
+		*errnop = EINVAL;
+		close(fd);
 		return NULL;
 	}
 	buf_init(&b);
@@ -538,15 +726,18 @@ config_read_file(const char *path, size_t *lenp, int *errnop)
 
 /* A configuration holding only the compiled-in values no file has to state. */
 static struct config *
-config_new(char *const *files, size_t nfiles)
+config_new(const struct config_file *files, size_t nfiles)
 {
 	struct config *cfg;
 	size_t i;
 
 	cfg = xcalloc(1, sizeof *cfg);
 	cfg->files = xreallocarray(NULL, nfiles, sizeof *cfg->files);
-	for (i = 0; i < nfiles; i++)
-		cfg->files[i] = xstrdup(files[i]);
+	cfg->untrusted = xcalloc(nfiles + 1, 1);
+	for (i = 0; i < nfiles; i++) {
+		cfg->files[i] = xstrdup(files[i].path);
+		cfg->untrusted[i] = (files[i].flags & CONFIG_FILE_UNTRUSTED) != 0;
+	}
 	cfg->nfiles = nfiles;
 	cfg->mode = MODE_PRACTICAL;
 	cfg->inherit_global = 1;
@@ -563,12 +754,21 @@ config_new(char *const *files, size_t nfiles)
 
 /*
  * Below the files lie the built-in policy's settings, but not its host
- * lists: whoever passes --config states the lists.
+ * lists: whoever passes --config states the lists. Untrusted files alone
+ * state nothing: they tighten the whole built-in policy, lists included.
  */
 static void
 config_add_builtin(struct cfg_ctx *ctx, struct config *cfg)
 {
-	config_add_text(ctx, cfg, NULL, config_default_yaml, strlen(config_default_yaml));
+	size_t i;
+
+	config_add_text(ctx, cfg, NULL, config_default_yaml, strlen(config_default_yaml), 0);
+	for (i = 0; i < cfg->nfiles && cfg->untrusted[i]; i++)
+		;
+	if (i == cfg->nfiles) {
+		config_flush(ctx, NULL);
+		return;
+	}
 	config_list_clear(&cfg->blocklist);
 	config_list_clear(&cfg->allowlist);
 	config_list_clear(&cfg->passthrough);
@@ -585,8 +785,9 @@ config_finish(struct cfg_ctx *ctx, struct config *cfg)
 	return NULL;
 }
 
+/* Load files merged in order, each trusted or not (CONFIG_FILE_UNTRUSTED). */
 struct config *
-config_load(char *const *files, size_t nfiles, struct buf *errs)
+config_load_files(const struct config_file *files, size_t nfiles, struct buf *errs)
 {
 	struct cfg_ctx ctx;
 	struct cfg_loc loc;
@@ -599,23 +800,48 @@ config_load(char *const *files, size_t nfiles, struct buf *errs)
 	ctx.out = errs;
 	cfg = config_new(files, nfiles);
 	if (nfiles == 0) {
-		config_add_text(&ctx, cfg, NULL, config_default_yaml, strlen(config_default_yaml));
+		config_add_text(&ctx, cfg, NULL, config_default_yaml, strlen(config_default_yaml),
+		                0);
 		config_flush(&ctx, NULL);
 		return config_finish(&ctx, cfg);
 	}
 	config_add_builtin(&ctx, cfg);
 	for (i = 0; i < nfiles; i++) {
-		if ((data = config_read_file(cfg->files[i], &len, &err)) == NULL) {
+		data = config_read_file(cfg->files[i], cfg->untrusted[i], &len, &err);
+		if (data == NULL) {
 			loc.file = cfg->files[i];
 			loc.line = loc.col = 0;
-			config_error(&ctx, &loc, "cannot read: %s", strerror(err));
+			if (cfg->untrusted[i] && (err == ELOOP || err == EINVAL))
+				config_error(&ctx, &loc,
+				             "cannot read: a project file must be a regular file, "
+				             "not a symbolic link or a special file");
+			else
+				config_error(&ctx, &loc, "cannot read: %s", strerror(err));
 		} else {
-			config_add_text(&ctx, cfg, cfg->files[i], data, len);
+			config_add_text(&ctx, cfg, cfg->files[i], data, len, cfg->untrusted[i]);
 			free(data);
 		}
 		config_flush(&ctx, cfg->files[i]);
 	}
 	return config_finish(&ctx, cfg);
+}
+
+/* Load trusted files merged in order. */
+struct config *
+config_load(char *const *files, size_t nfiles, struct buf *errs)
+{
+	struct config_file *f;
+	struct config *cfg;
+	size_t i;
+
+	f = xreallocarray(NULL, nfiles + 1, sizeof *f);
+	for (i = 0; i < nfiles; i++) {
+		f[i].path = files[i];
+		f[i].flags = 0;
+	}
+	cfg = config_load_files(f, nfiles, errs);
+	free(f);
+	return cfg;
 }
 
 /*
@@ -627,14 +853,14 @@ config_load_mem(const char *name, const char *data, size_t len, struct buf *errs
 {
 	struct cfg_ctx ctx;
 	struct config *cfg;
-	char *const files[1] = {(char *)name};
+	const struct config_file files[1] = {{name, 0}};
 
 	memset(&ctx, 0, sizeof ctx);
 	ctx.out = errs;
 	cfg = config_new(files, name != NULL ? 1 : 0);
 	if (name != NULL)
 		config_add_builtin(&ctx, cfg);
-	config_add_text(&ctx, cfg, name != NULL ? cfg->files[0] : NULL, data, len);
+	config_add_text(&ctx, cfg, name != NULL ? cfg->files[0] : NULL, data, len, 0);
 	config_flush(&ctx, name);
 	return config_finish(&ctx, cfg);
 }
@@ -650,6 +876,10 @@ config_free(struct config *cfg)
 	for (i = 0; i < cfg->nfiles; i++)
 		free(cfg->files[i]);
 	free(cfg->files);
+	free(cfg->untrusted);
+	for (i = 0; i < cfg->nignored; i++)
+		free(cfg->ignored[i].entry);
+	free(cfg->ignored);
 	free(cfg);
 }
 
@@ -712,6 +942,8 @@ config_dump(const struct config *cfg, struct buf *out)
 	for (i = 0; i < cfg->nfiles; i++) {
 		buf_adds(out, ", ");
 		config_escape(out, cfg->files[i], strlen(cfg->files[i]));
+		if (cfg->untrusted[i])
+			buf_adds(out, " (project file: tightens only)");
 	}
 	buf_adds(out, "\nversion: 1\nnetwork:\n");
 	buf_printf(out, "  mode: %s", config_mode_name(cfg->mode));

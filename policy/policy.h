@@ -252,6 +252,26 @@ struct config {
 	struct cfg_loc ca_lifetime_hours_loc;
 	int block_doh_providers; /* the built-in DNS-over-HTTPS list (doh.c) */
 	struct cfg_loc block_doh_providers_loc;
+
+	unsigned char *untrusted;    /* per file: loaded with CONFIG_FILE_UNTRUSTED */
+	struct cfg_ignored *ignored; /* what untrusted files set and was not taken */
+	size_t nignored;
+};
+/*
+ * A file to load and how far it is trusted. An untrusted file (a project
+ * file in a workspace the payload writes to) only tightens what the files
+ * before it set: the rest is left out and recorded in config->ignored.
+ */
+struct config_file {
+	const char *path;
+	int flags;
+#define CONFIG_FILE_UNTRUSTED 0x1
+};
+struct cfg_ignored {
+	const char *key; /* network.allowlist */
+	char *entry;     /* the list entry left out, or NULL for the whole key */
+	const char *why; /* what taking it would have done */
+	struct cfg_loc loc;
 };
 #define CONFIG_MAX_FILE_SIZE        (4 * 1024 * 1024)
 #define CONFIG_MAX_DEPTH            64
@@ -263,6 +283,8 @@ struct config {
 #define CONFIG_DEFAULT_CA_HOURS     168 /* 7 days */
 #define CONFIG_MAX_CA_HOURS         87600
 struct config *config_load(char *const *, size_t, struct buf *);
+struct config *config_load_files(const struct config_file *, size_t, struct buf *);
+void config_ignored_text(const struct cfg_ignored *, struct buf *);
 struct config *config_load_mem(const char *, const char *, size_t, struct buf *);
 void config_free(struct config *);
 void config_dump(const struct config *, struct buf *);

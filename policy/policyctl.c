@@ -21,7 +21,7 @@
 #define POLICY_MAX_HEADERS 32
 
 struct ctl {
-	char **files;
+	struct config_file *files;
 	size_t nfiles;
 	int json;
 	const char *method;
@@ -35,26 +35,29 @@ static void
 usage(FILE *f)
 {
 	fprintf(f,
-	        "usage: policyctl explain [--config FILE]... [--method M] [--body FILE]\n"
-	        "                         [--content-type T] [--header 'NAME: VALUE']...\n"
-	        "                         [--json] HOST|URL\n"
-	        "       policyctl check   [--config FILE]... [--json]\n"
+	        "usage: policyctl explain [--config FILE]... [--project-config FILE]...\n"
+	        "                         [--method M] [--body FILE] [--content-type T]\n"
+	        "                         [--header 'NAME: VALUE']... [--json] HOST|URL\n"
+	        "       policyctl check   [--config FILE]... [--project-config FILE]... [--json]\n"
 	        "       policyctl audit   [--json] [--blocked] [--flagged] [--host GLOB]\n"
 	        "                         [--since TIME] [--until TIME] [--event TYPE]\n"
 	        "                         [--follow] [--suggest] [--verify] [--html FILE] [FILE]\n"
 	        "\n"
 	        "With no --config the embedded default policy is used. The first --config is\n"
-	        "the global file, later ones are project files merged over it.\n"
+	        "the global file, later ones are project files merged over it. A\n"
+	        "--project-config file is one the sandboxed program can write: like egressd,\n"
+	        "policyctl takes from it only what tightens the files before it.\n"
 	        "audit reads FILE, or stdin when FILE is - or absent (and stdin is not a\n"
 	        "terminal). TIME is RFC 3339 (2026-11-29T19:28:45Z), a date, or a\n"
 	        "duration ago (30s, 10m, 2h, 1d).\n");
 }
 
 static void
-ctl_add_file(struct ctl *c, const char *path)
+ctl_add_file(struct ctl *c, const char *path, int flags)
 {
 	c->files = xreallocarray(c->files, c->nfiles + 1, sizeof *c->files);
-	c->files[c->nfiles++] = xstrdup(path);
+	c->files[c->nfiles].path = xstrdup(path);
+	c->files[c->nfiles++].flags = flags;
 }
 
 static void
@@ -63,7 +66,7 @@ ctl_free(struct ctl *c)
 	size_t i;
 
 	for (i = 0; i < c->nfiles; i++)
-		free(c->files[i]);
+		free((char *)c->files[i].path);
 	free(c->files);
 	for (i = 0; i < c->nheaders; i++)
 		free(c->headers[i]);
@@ -117,13 +120,30 @@ print_errors(const char *text)
 	fprintf(stderr, "policyctl: %zu error%s in configuration\n", n, n == 1 ? "" : "s");
 }
 
+/* What a project file set and was not taken, as egressd warns of it. */
+static void
+ctl_ignored_warn(const struct config *cfg)
+{
+	struct buf b;
+	size_t i;
+
+	buf_init(&b);
+	for (i = 0; i < cfg->nignored; i++) {
+		buf_reset(&b);
+		config_ignored_text(&cfg->ignored[i], &b);
+		fprintf(stderr, "policyctl: warning: %s:%u:%u: %s\n", cfg->ignored[i].loc.file,
+		        cfg->ignored[i].loc.line, cfg->ignored[i].loc.col, buf_cstr(&b));
+	}
+	buf_free(&b);
+}
+
 /* Load and compile the policy the files describe; NULL after printing why. */
 static struct policy *
 ctl_load(struct ctl *c, struct buf *errs)
 {
 	struct config *cfg;
 
-	if ((cfg = config_load(c->files, c->nfiles, errs)) == NULL)
+	if ((cfg = config_load_files(c->files, c->nfiles, errs)) == NULL)
 		return NULL;
 	return policy_new(cfg, errs);
 }
@@ -346,6 +366,7 @@ cmd_explain(struct ctl *c, const char *input)
 		print_errors(buf_cstr(&errs));
 		goto out;
 	}
+	ctl_ignored_warn(policy_config(p));
 	memset(&req, 0, sizeof req);
 	req.host = &u.host;
 	req.method = c->method;
@@ -464,6 +485,34 @@ json_lines(struct buf *b, const char *text)
 	buf_addc(b, ']');
 }
 
+/* "ignored": what --project-config files set and was not taken. */
+static void
+check_json_ignored(struct buf *b, const struct config *cfg)
+{
+	struct buf text;
+	size_t i;
+
+	buf_init(&text);
+	json_key(b, "ignored", 0);
+	buf_addc(b, '[');
+	for (i = 0; i < cfg->nignored; i++) {
+		buf_reset(&text);
+		config_ignored_text(&cfg->ignored[i], &text);
+		buf_adds(b, i > 0 ? ",{" : "{");
+		json_key(b, "key", 1);
+		json_escape_str(b, cfg->ignored[i].key);
+		json_key(b, "entry", 0);
+		json_escape_str(b, cfg->ignored[i].entry);
+		json_key(b, "source", 0);
+		json_loc(b, &cfg->ignored[i].loc);
+		json_key(b, "reason", 0);
+		json_escape_str(b, buf_cstr(&text));
+		buf_addc(b, '}');
+	}
+	buf_addc(b, ']');
+	buf_free(&text);
+}
+
 static void
 check_print_json(const struct config *cfg, const char *errors, const char *warnings)
 {
@@ -508,6 +557,7 @@ check_print_json(const struct config *cfg, const char *errors, const char *warni
 		buf_adds(&b, "},\"audit\":{\"_\":0");
 		json_value_str(&b, "path", cfg->audit_path, &cfg->audit_path_loc);
 		buf_addc(&b, '}');
+		check_json_ignored(&b, cfg);
 	}
 	buf_adds(&b, "}\n");
 	fputs(buf_cstr(&b), stdout);
@@ -538,6 +588,7 @@ cmd_check(struct ctl *c)
 			fprintf(stderr, "policyctl: warning: %.*s\n", len, w);
 			w = nl ? nl + 1 : NULL;
 		}
+		ctl_ignored_warn(policy_config(p));
 		config_dump(policy_config(p), &dump);
 		printf("configuration OK\n%s", buf_cstr(&dump));
 	}
@@ -773,6 +824,7 @@ main(int argc, char **argv)
 {
 	static const struct option opts[] = {
 	    {"config", required_argument, NULL, 'c'},
+	    {"project-config", required_argument, NULL, 'P'},
 	    {"method", required_argument, NULL, 'm'},
 	    {"body", required_argument, NULL, 'b'},
 	    {"content-type", required_argument, NULL, 't'},
@@ -809,7 +861,8 @@ main(int argc, char **argv)
 	while ((ch = getopt_long(argc, argv, "c:m:b:t:H:jh", opts, NULL)) != -1) {
 		switch (ch) {
 		case 'c':
-			ctl_add_file(&c, optarg);
+		case 'P':
+			ctl_add_file(&c, optarg, ch == 'P' ? CONFIG_FILE_UNTRUSTED : 0);
 			break;
 		case 'j':
 			c.json = 1;

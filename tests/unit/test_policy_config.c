@@ -15,6 +15,8 @@
 
 #include <cmocka.h>
 
+#include <sys/stat.h>
+
 #include "policy.h"
 
 #define CONFIG_DIR TEST_DATA_DIR "/config"
@@ -469,6 +471,209 @@ test_errors_across_files(void **state)
 	buf_free(&errs);
 }
 
+/* Load files with their trust flags; fails the test on errors. */
+static struct config *
+load_trust(const struct config_file *files, size_t n)
+{
+	struct config *cfg;
+	struct buf errs;
+
+	assert_int_equal(chdir(CONFIG_DIR), 0);
+	buf_init(&errs);
+	cfg = config_load_files(files, n, &errs);
+	if (cfg == NULL)
+		fail_msg("unexpected errors:\n%s", buf_cstr(&errs));
+	buf_free(&errs);
+	return cfg;
+}
+
+static void
+assert_ignored(const struct config *cfg, size_t i, const char *key, const char *entry,
+               unsigned line)
+{
+	assert_true(i < cfg->nignored);
+	assert_string_equal(cfg->ignored[i].key, key);
+	if (entry == NULL)
+		assert_null(cfg->ignored[i].entry);
+	else
+		assert_string_equal(cfg->ignored[i].entry, entry);
+	assert_loc(&cfg->ignored[i].loc, "untrusted/loosen.yaml", line, 0);
+}
+
+/*
+ * An untrusted (project) file over a global one: every key that would
+ * loosen is left out and recorded with its line; blocklist entries and
+ * the methods the global list has are taken.
+ */
+static void
+test_untrusted_loosen(void **state)
+{
+	static const struct config_file files[] = {
+	    {"untrusted/global.yaml", 0},
+	    {"untrusted/loosen.yaml", CONFIG_FILE_UNTRUSTED},
+	};
+	static const char *const blocked[] = {"*.tracker.example", "ads.example"};
+	static const char *const allowed[] = {"api.example.com"};
+	static const char *const methods[] = {"GET"};
+	struct config *cfg = load_trust(files, 2);
+	struct buf b;
+
+	assert_int_equal(cfg->mode, MODE_STRICT);
+	assert_loc(&cfg->mode_loc, "untrusted/global.yaml", 3, 3);
+	assert_true(cfg->inherit_global);
+	assert_list(&cfg->allowlist, allowed, 1);
+	assert_int_equal(cfg->passthrough.n, 0);
+	assert_int_equal(cfg->blocklist_files.n, 0);
+	assert_list(&cfg->blocklist, blocked, 2);
+	assert_loc(&cfg->blocklist.items[1].loc, "untrusted/loosen.yaml", 17, 15);
+	assert_list(&cfg->allow_methods, methods, 1);
+	assert_loc(&cfg->allow_methods.items[0].loc, "untrusted/loosen.yaml", 9, 18);
+	assert_false(cfg->allow_graphql_queries);
+	assert_int_equal(cfg->on_violation, VIOLATION_BLOCK);
+	assert_true(cfg->fail_closed);
+	assert_true(cfg->block_doh_providers);
+	assert_int_equal(cfg->proxy_port, 18080);
+	assert_int_equal(cfg->dns_port, 15353);
+	assert_int_equal(cfg->max_graphql_body, CONFIG_DEFAULT_GRAPHQL_BODY);
+	assert_true(cfg->ca_name_constraints);
+	assert_int_equal(cfg->ca_lifetime_hours, CONFIG_DEFAULT_CA_HOURS);
+	assert_string_equal(cfg->audit_path, "/var/log/egress/audit.jsonl");
+
+	assert_int_equal(cfg->nignored, 16);
+	/* In the file's order. */
+	assert_ignored(cfg, 0, "network.mode", NULL, 4);
+	assert_ignored(cfg, 1, "network.inheritGlobal", NULL, 5);
+	assert_ignored(cfg, 2, "network.allowlist", NULL, 6);
+	assert_ignored(cfg, 3, "network.passthrough", NULL, 7);
+	assert_ignored(cfg, 4, "network.blocklistFiles", NULL, 8);
+	assert_ignored(cfg, 5, "network.allowMethods", "POST", 9);
+	assert_ignored(cfg, 6, "network.allowGraphqlQueries", NULL, 10);
+	assert_ignored(cfg, 7, "network.onViolation", NULL, 11);
+	assert_ignored(cfg, 8, "network.failClosed", NULL, 12);
+	assert_ignored(cfg, 9, "network.blockDohProviders", NULL, 13);
+	assert_ignored(cfg, 10, "network.proxyPort", NULL, 14);
+	assert_ignored(cfg, 11, "network.dnsPort", NULL, 15);
+	assert_ignored(cfg, 12, "network.maxGraphqlBody", NULL, 16);
+	assert_ignored(cfg, 13, "ca.nameConstraints", NULL, 19);
+	assert_ignored(cfg, 14, "ca.lifetimeHours", NULL, 20);
+	assert_ignored(cfg, 15, "audit.path", NULL, 22);
+	buf_init(&b);
+	config_ignored_text(&cfg->ignored[5], &b);
+	assert_string_equal(
+	    buf_cstr(&b), "network.allowMethods entry \"POST\" is ignored: a project file may only "
+	                  "tighten the policy, and this would allow a method the trusted "
+	                  "allowMethods does not list");
+	buf_free(&b);
+	config_free(cfg);
+}
+
+/* Over a lenient global file, a project file's tightening is all taken. */
+static void
+test_untrusted_tighten(void **state)
+{
+	static const struct config_file files[] = {
+	    {"untrusted/lenient.yaml", 0},
+	    {"untrusted/tighten.yaml", CONFIG_FILE_UNTRUSTED},
+	};
+	static const char *const methods[] = {"HEAD"};
+	static const char *const blocked[] = {"x.example"};
+	struct config *cfg = load_trust(files, 2);
+
+	assert_int_equal(cfg->nignored, 0);
+	assert_int_equal(cfg->mode, MODE_OFF);
+	assert_loc(&cfg->mode_loc, "untrusted/tighten.yaml", 4, 3);
+	assert_int_equal(cfg->on_violation, VIOLATION_BLOCK);
+	assert_true(cfg->fail_closed);
+	assert_loc(&cfg->fail_closed_loc, "untrusted/tighten.yaml", 6, 3);
+	assert_true(cfg->block_doh_providers);
+	assert_list(&cfg->allow_methods, methods, 1);
+	assert_false(cfg->allow_graphql_queries);
+	assert_int_equal(cfg->max_graphql_body, 1000);
+	assert_list(&cfg->blocklist, blocked, 1);
+	assert_int_equal(cfg->allowlist.n, 0);
+	assert_true(cfg->ca_name_constraints);
+	config_free(cfg);
+}
+
+/*
+ * Order decides: an untrusted file tightens what came before it, and a
+ * trusted file after it (sandbox-init's mode overlay) still sets what it
+ * sets. With no trusted file at all, the built-in policy's lists stay.
+ */
+static void
+test_untrusted_order(void **state)
+{
+	static const struct config_file after[] = {
+	    {"untrusted/lenient.yaml", 0},
+	    {"untrusted/tighten.yaml", CONFIG_FILE_UNTRUSTED},
+	    {"untrusted/lenient.yaml", 0},
+	};
+	static const struct config_file alone[] = {
+	    {"untrusted/loosen.yaml", CONFIG_FILE_UNTRUSTED},
+	};
+	struct config *cfg;
+	struct buf b;
+
+	cfg = load_trust(after, 3);
+	assert_int_equal(cfg->mode, MODE_PRACTICAL);
+	assert_int_equal(cfg->on_violation, VIOLATION_FLAG);
+	config_free(cfg);
+
+	cfg = load_trust(alone, 1);
+	assert_int_equal(cfg->mode, MODE_PRACTICAL);
+	assert_true(cfg->blocklist.n > 2);
+	assert_string_equal(cfg->blocklist.items[0].value, "*.segment.io");
+	assert_string_equal(cfg->blocklist.items[cfg->blocklist.n - 1].value, "ads.example");
+	assert_int_equal(cfg->allowlist.n, 0);
+	assert_true(cfg->nignored > 0);
+	buf_init(&b);
+	config_dump(cfg, &b);
+	assert_non_null(
+	    strstr(buf_cstr(&b), "untrusted/loosen.yaml (project file: tightens only)"));
+	buf_free(&b);
+	config_free(cfg);
+}
+
+/* An untrusted file is a regular file: a symbolic link or a FIFO is an error, not a wait. */
+static void
+test_untrusted_not_regular(void **state)
+{
+	char dir[] = "/tmp/test_policy_config.XXXXXX", link[64], fifo[64];
+	struct config_file f = {link, CONFIG_FILE_UNTRUSTED};
+	struct config *cfg;
+	struct buf errs, want;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(link, sizeof link, "%s/link.yaml", dir);
+	snprintf(fifo, sizeof fifo, "%s/fifo.yaml", dir);
+	assert_int_equal(symlink(CONFIG_DIR "/untrusted/tighten.yaml", link), 0);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	buf_init(&errs);
+	buf_init(&want);
+	assert_null(cfg = config_load_files(&f, 1, &errs));
+	buf_printf(&want,
+	           "%s: cannot read: a project file must be a regular file, not a symbolic link "
+	           "or a special file\n",
+	           link);
+	assert_string_equal(buf_cstr(&errs), buf_cstr(&want));
+	f.path = fifo;
+	buf_reset(&errs);
+	assert_null(cfg = config_load_files(&f, 1, &errs));
+	assert_non_null(strstr(buf_cstr(&errs), "must be a regular file"));
+	/* Trusted, the link is followed as before. */
+	f.path = link;
+	f.flags = 0;
+	buf_reset(&errs);
+	assert_non_null(cfg = config_load_files(&f, 1, &errs));
+	assert_int_equal(cfg->mode, MODE_OFF);
+	config_free(cfg);
+	buf_free(&errs);
+	buf_free(&want);
+	unlink(link);
+	unlink(fifo);
+	rmdir(dir);
+}
+
 static void
 test_mem_cases(void **state)
 {
@@ -593,6 +798,10 @@ main(void)
 	    cmocka_unit_test(test_bad_files),
 	    cmocka_unit_test(test_cannot_read),
 	    cmocka_unit_test(test_errors_across_files),
+	    cmocka_unit_test(test_untrusted_loosen),
+	    cmocka_unit_test(test_untrusted_tighten),
+	    cmocka_unit_test(test_untrusted_order),
+	    cmocka_unit_test(test_untrusted_not_regular),
 	    cmocka_unit_test(test_mem_cases),
 	    cmocka_unit_test(test_limits),
 	    cmocka_unit_test(test_mode_name),

@@ -36,6 +36,7 @@ struct egressd_opts {
 	struct tls_opts tls;
 	const char *transparent[2];
 	int ntransparent;
+	int no_banners;
 };
 
 static void
@@ -43,14 +44,15 @@ usage(FILE *f)
 {
 	fprintf(
 	    f,
-	    "usage: egressd [--config FILE]... [--proxy ADDR:PORT] [--dns ADDR:PORT]\n"
+	    "usage: egressd [--config FILE]... [--project-config FILE]... [--proxy ADDR:PORT]\n"
+	    "               [--dns ADDR:PORT]\n"
 	    "               [--transparent ADDR:PORT]... [--audit FILE|-]\n"
 	    "               [--upstream-dns ADDR[:PORT]]... [--ready-fd N] [--check]\n"
 	    "               [--ca-out FILE] [--ca-bundle-out FILE] [--ca-cert FILE --ca-key FILE]\n"
 	    "               [--upstream-ca FILE] [--system-ca FILE]\n"
 	    "               [--allow-non-loopback] [--max-conns N] [--header-timeout S]\n"
 	    "               [--idle-timeout S] [--connect-timeout S] [--response-timeout S]\n"
-	    "               [--grace S] [-v]\n");
+	    "               [--grace S] [--no-banners] [-v]\n");
 }
 
 static int
@@ -67,6 +69,54 @@ parse_uint(const char *s, unsigned min, unsigned max, unsigned *out)
 	return 0;
 }
 
+/*
+ * What a project file (--project-config) set and was not taken: a warning
+ * on stderr each, and, once the audit log is open, a `policy` event each.
+ */
+static void
+egressd_ignored_warn(const struct config *cfg)
+{
+	struct buf b;
+	size_t i;
+
+	buf_init(&b);
+	for (i = 0; i < cfg->nignored; i++) {
+		buf_reset(&b);
+		config_ignored_text(&cfg->ignored[i], &b);
+		fprintf(stderr, "egressd: warning: %s:%u:%u: %s\n", cfg->ignored[i].loc.file,
+		        cfg->ignored[i].loc.line, cfg->ignored[i].loc.col, buf_cstr(&b));
+	}
+	buf_free(&b);
+}
+
+static void
+egressd_ignored_audit(struct egressd *e, const struct config *cfg)
+{
+	struct audit_event ev;
+	char source[512];
+	struct buf b;
+	size_t i;
+
+	buf_init(&b);
+	for (i = 0; i < cfg->nignored; i++) {
+		buf_reset(&b);
+		config_ignored_text(&cfg->ignored[i], &b);
+		snprintf(source, sizeof source, "%s:%u", cfg->ignored[i].loc.file,
+		         cfg->ignored[i].loc.line);
+		audit_event_init(&ev);
+		ev.event = "policy";
+		ev.action = "block";
+		ev.rule = "project-file";
+		ev.source = source;
+		ev.reason = buf_cstr(&b);
+		ev.mode = config_mode_name(cfg->mode);
+		ev.hint = "a setting that loosens the policy belongs in a file the host trusts "
+		          "(the global configuration or --config)";
+		audit_write(e->audit, &ev);
+	}
+	buf_free(&b);
+}
+
 /* Load and compile the configuration; NULL after printing every error. */
 static struct policy *
 egressd_load_policy(struct egressd *e)
@@ -76,7 +126,7 @@ egressd_load_policy(struct egressd *e)
 	struct buf errs;
 
 	buf_init(&errs);
-	if ((cfg = config_load(e->files, e->nfiles, &errs)) == NULL ||
+	if ((cfg = config_load_files(e->files, e->nfiles, &errs)) == NULL ||
 	    (p = policy_new(cfg, &errs)) == NULL) {
 		fputs(buf_cstr(&errs), stderr);
 		buf_free(&errs);
@@ -85,6 +135,7 @@ egressd_load_policy(struct egressd *e)
 	buf_free(&errs);
 	if (*policy_warnings(p) != '\0')
 		fprintf(stderr, "egressd: warning: %s", policy_warnings(p));
+	egressd_ignored_warn(policy_config(p));
 	return p;
 }
 
@@ -112,7 +163,7 @@ egressd_reload_cb(evutil_socket_t sig, short what, void *arg)
 	struct buf errs;
 
 	buf_init(&errs);
-	if ((cfg = config_load(e->files, e->nfiles, &errs)) != NULL)
+	if ((cfg = config_load_files(e->files, e->nfiles, &errs)) != NULL)
 		p = policy_new(cfg, &errs);
 	audit_event_init(&ev);
 	ev.event = "policy";
@@ -134,6 +185,11 @@ egressd_reload_cb(evutil_socket_t sig, short what, void *arg)
 		ev.mode = config_mode_name(policy_mode(p));
 	}
 	audit_write(e->audit, &ev);
+	if (p != NULL) {
+		/* A project file edited since the start is held to the same rule. */
+		egressd_ignored_warn(policy_config(p));
+		egressd_ignored_audit(e, policy_config(p));
+	}
 	buf_free(&errs);
 }
 
@@ -321,6 +377,8 @@ egressd_parse(int argc, char **argv, struct egressd *e, struct egressd_opts *o)
 {
 	static const struct option opts[] = {
 	    {"config", required_argument, NULL, 'c'},
+	    {"project-config", required_argument, NULL, 14},
+	    {"no-banners", no_argument, NULL, 15},
 	    {"proxy", required_argument, NULL, 'p'},
 	    {"audit", required_argument, NULL, 'a'},
 	    {"upstream-dns", required_argument, NULL, 'u'},
@@ -352,8 +410,13 @@ egressd_parse(int argc, char **argv, struct egressd *e, struct egressd_opts *o)
 		dst = NULL;
 		switch (ch) {
 		case 'c':
+		case 14:
 			e->files = xreallocarray(e->files, e->nfiles + 1, sizeof *e->files);
-			e->files[e->nfiles++] = optarg;
+			e->files[e->nfiles].path = optarg;
+			e->files[e->nfiles++].flags = ch == 14 ? CONFIG_FILE_UNTRUSTED : 0;
+			break;
+		case 15:
+			o->no_banners = 1;
 			break;
 		case 'p':
 			o->proxy = optarg;
@@ -714,12 +777,18 @@ main(int argc, char **argv)
 	audit_set_batch(e.audit, egressd_audit_wakeup, &e);
 	e.ev_trim = event_new(e.base, -1, EV_PERSIST, egressd_trim_cb, &e);
 	event_add(e.ev_trim, &(struct timeval){1, 0});
-	egressd_print_usage_lines(shown);
-	tls_print_trust(e.tls, stderr);
+	/* A launcher that set the variables itself has no use for the lines to paste. */
+	if (!o.no_banners) {
+		egressd_print_usage_lines(shown);
+		tls_print_trust(e.tls, stderr);
+	}
 	egressd_audit_daemon(&e, "started", NULL);
+	egressd_ignored_audit(&e, policy_config(e.policy));
 	egressd_ready(&o);
 	tls_start(e.tls, e.base);
 	event_base_dispatch(e.base);
+	/* Drops logged up to the last moment (a payload that sent and exited) are audited. */
+	nflog_drain(e.nflog);
 	egressd_audit_daemon(&e, "stopped", NULL);
 	log_info("stopped");
 	rc = 0;

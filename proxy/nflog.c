@@ -30,6 +30,7 @@
 
 #define NFLOG_BUF        65536
 #define NFLOG_PER_WAKEUP 64
+#define NFLOG_DRAIN_MAX  1024
 #define NFLOG_V6_EXT_MAX 8 /* extension headers walked before giving up */
 
 struct nflog {
@@ -344,16 +345,18 @@ nflog_datagram(struct nflog *l, const unsigned char *p, size_t n)
 	}
 }
 
-static void
-nflog_read_cb(evutil_socket_t fd, short what, void *arg)
+/*
+ * Reads up to max datagrams; 0 once the socket is empty, -1 when reading
+ * failed for good (the read event is then removed), 1 when more may wait.
+ */
+static int
+nflog_read(struct nflog *l, int max)
 {
-	struct nflog *l = arg;
 	ssize_t n;
 	int i;
 
-	(void)what;
-	for (i = 0; i < NFLOG_PER_WAKEUP; i++) {
-		n = recv(fd, l->buf, NFLOG_BUF, MSG_DONTWAIT);
+	for (i = 0; i < max; i++) {
+		n = recv(l->fd, l->buf, NFLOG_BUF, MSG_DONTWAIT);
 		if (n > 0) {
 			nflog_datagram(l, l->buf, (size_t)n);
 			continue;
@@ -367,11 +370,33 @@ nflog_read_cb(evutil_socket_t fd, short what, void *arg)
 			continue;
 		}
 		if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
-			return;
+			return 0;
 		log_warn("nflog: recv");
 		event_del(l->ev);
-		return;
+		return -1;
 	}
+	return 1;
+}
+
+static void
+nflog_read_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	(void)nflog_read(arg, NFLOG_PER_WAKEUP);
+}
+
+/*
+ * At exit: whatever the socket holds is audited before the last line. The
+ * group is bound with a queue threshold of one packet (sandbox-init), so a
+ * packet dropped before the payload exited is already here. Bounded: the
+ * rules' rate limit lets at most a burst's worth wait.
+ */
+void
+nflog_drain(struct nflog *l)
+{
+	if (l != NULL)
+		(void)nflog_read(l, NFLOG_DRAIN_MAX);
 }
 
 /* Reads the inherited NFLOG socket fd from now on; takes the fd. */

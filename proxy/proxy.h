@@ -211,7 +211,7 @@ struct egressd {
 	struct tls *tls;           /* interception: the CA, leaves and TLS contexts */
 	struct policy *policy;     /* current snapshot; conns hold their own ref */
 	struct audit *audit;
-	char **files; /* --config, in order */
+	struct config_file *files; /* --config and --project-config, in order */
 	size_t nfiles;
 	struct listener *proxy_lst;
 	struct listener *transparent_lst[2]; /* IPv4 and IPv6 */
@@ -260,6 +260,7 @@ const char *nflog_decode_packet(const unsigned char *, size_t, struct nflog_pack
 const char *nflog_proto_name(const struct nflog_packet *, char *, size_t);
 const char *nflog_reason(const struct nflog_packet *, const char **);
 struct nflog *nflog_new(struct egressd *, int);
+void nflog_drain(struct nflog *);
 void nflog_free(struct nflog *);
 
 /* listener.c */
@@ -364,6 +365,7 @@ struct conn {
 #define CONN_F_SNI_MISMATCH  0x40  /* the client's SNI named another host */
 #define CONN_F_CLOSE_FLUSHED 0x80  /* tunnel: close once the peer's output is written */
 #define CONN_F_TRANSPARENT   0x100 /* accepted on the transparent listener */
+#define CONN_F_SERVED        0x800 /* a request was answered: idle timeout, not header */
 	struct conn_side client;
 	struct conn_side up;
 	struct upstream *upstream;

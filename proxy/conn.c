@@ -27,7 +27,9 @@ conn_timer_cb(evutil_socket_t fd, short what, void *arg)
 
 	switch (c->state) {
 	case CONN_READ_HEAD:
-		conn_close(c, c->x != NULL ? "request head timeout" : "idle timeout");
+		conn_close(c, c->x != NULL                 ? "request head timeout"
+		              : (c->flags & CONN_F_SERVED) ? "idle timeout"
+		                                           : "no request in time");
 		return;
 	case CONN_READ_BODY:
 		conn_close(c, "request body timeout");
@@ -55,7 +57,13 @@ conn_set_state(struct conn *c, enum conn_state s)
 	c->state = s;
 	switch (s) {
 	case CONN_READ_HEAD:
-		tv.tv_sec = c->x != NULL ? lim->header_timeout : lim->idle_timeout;
+		/*
+		 * Only a connection that was served gets to idle: a new one
+		 * (or a new TLS session inside a tunnel) that sends nothing
+		 * would hold a slot of --max-conns for the idle timeout.
+		 */
+		tv.tv_sec = c->x != NULL || !(c->flags & CONN_F_SERVED) ? lim->header_timeout
+		                                                        : lim->idle_timeout;
 		break;
 	case CONN_READ_BODY:
 		tv.tv_sec = lim->header_timeout;
@@ -523,6 +531,7 @@ conn_exchange_done(struct conn *c)
 		return;
 	}
 	conn_exchange_free(c);
+	c->flags |= CONN_F_SERVED;
 	c->client.throttled = 0;
 	side_read(&c->client, 1);
 	conn_set_state(c, CONN_READ_HEAD);

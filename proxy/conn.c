@@ -212,6 +212,9 @@ conn_close(struct conn *c, const char *why)
 		return;
 	c->flags |= CONN_F_CLOSED;
 	log_debug("conn %llu: close: %s", (unsigned long long)c->id, why);
+	/* Redirected, cut before a byte came: timed out, closed, or shut down. */
+	if (c->state == CONN_PEEK && c->x == NULL && !(c->flags & CONN_F_AUDITED))
+		transparent_audit_silent(c, why);
 	if (c->x != NULL && c->x->req_parsed && !(c->flags & CONN_F_AUDITED)) {
 		if (c->x->error == NULL && c->state != CONN_TUNNEL)
 			c->x->error = why;

@@ -431,6 +431,7 @@ void websocket_free(struct websocket *);
 void transparent_accept(struct egressd *, int, const struct sockaddr *);
 void transparent_request(struct conn *);
 void transparent_decide(struct conn *, const struct host *, uint16_t, const char *);
+void transparent_audit_silent(struct conn *, const char *);
 
 /* relay.c */
 #define RELAY_HIGH_MARK   (256 * 1024) /* stop reading a side past this much queued */

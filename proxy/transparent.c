@@ -171,6 +171,45 @@ transparent_decide(struct conn *c, const struct host *h, uint16_t port, const ch
 	conn_proceed(c);
 }
 
+/*
+ * A connection the transparent listener cuts before deciding it, as a
+ * `tcp` event with where it was going (host NULL: not known).
+ */
+static void
+transparent_audit_cut(struct conn *c, const char *rule, const char *reason, const char *error)
+{
+	struct audit_event ev;
+
+	audit_event_init(&ev);
+	ev.event = "tcp";
+	ev.action = "block";
+	ev.rule = rule;
+	ev.source = "builtin";
+	ev.reason = reason;
+	ev.mode = conn_mode(c);
+	ev.client = c->client_addr;
+	if (c->dest != NULL && c->dest->host.name[0] != '\0') {
+		ev.host = c->dest->host.name;
+		ev.port = c->dest->port;
+	}
+	ev.error = error;
+	audit_write(c->e->audit, &ev);
+	c->flags |= CONN_F_AUDITED;
+}
+
+/*
+ * A redirected connection cut before it sent a byte (it closed, sent
+ * nothing within the header timeout, or egressd stopped): with no name to
+ * decide by nothing left, but the attempt is in the audit like any other.
+ */
+void
+transparent_audit_silent(struct conn *c, const char *why)
+{
+	transparent_audit_cut(c, "client-silent",
+	                      "a redirected connection sent nothing to decide by before it was cut",
+	                      why);
+}
+
 /* Decide what the peeked bytes are; 1 when more are needed. */
 static int
 transparent_classify(struct conn *c, const unsigned char *b, size_t n)
@@ -183,6 +222,7 @@ transparent_classify(struct conn *c, const unsigned char *b, size_t n)
 		if (n >= TRANSPARENT_PEEK_MAX) {
 			intercept_audit(c, "client-hello", "ClientHello too large",
 			                "ClientHello too large", NULL);
+			c->flags |= CONN_F_AUDITED;
 			conn_close(c, "ClientHello too large");
 			return 0;
 		}
@@ -192,6 +232,7 @@ transparent_classify(struct conn *c, const unsigned char *b, size_t n)
 		    h.kind != HOST_NAME) {
 			intercept_audit(c, "client-hello", "the TLS server name is not a host name",
 			                err ? err : "an address as server name", NULL);
+			c->flags |= CONN_F_AUDITED;
 			conn_close(c, "bad server name");
 			return 0;
 		}
@@ -203,6 +244,7 @@ transparent_classify(struct conn *c, const unsigned char *b, size_t n)
 		return 0;
 	case SNI_ERROR:
 		intercept_audit(c, "client-hello", "malformed ClientHello", err, NULL);
+		c->flags |= CONN_F_AUDITED;
 		conn_close(c, "malformed ClientHello");
 		return 0;
 	case SNI_NOT_TLS:
@@ -259,17 +301,32 @@ void
 transparent_accept(struct egressd *e, int fd, const struct sockaddr *sa)
 {
 	struct conn *c;
+	int err;
 
 	if ((c = conn_new(e, fd, sa)) == NULL)
 		return;
 	c->flags |= CONN_F_TRANSPARENT;
 	c->dest = xcalloc(1, sizeof *c->dest);
 	if (transparent_original_dst(fd, &c->dest->host, &c->dest->port) == -1) {
+		err = errno;
 		log_warnx("conn %llu: transparent listener: %s from %s: %s",
 		          (unsigned long long)c->id,
-		          errno == ELOOP ? "a connection that was not redirected"
-		                         : "no original destination",
-		          c->client_addr, strerror(errno));
+		          err == ELOOP ? "a connection that was not redirected"
+		                       : "no original destination",
+		          c->client_addr, strerror(err));
+		memset(&c->dest->host, 0, sizeof c->dest->host);
+		if (err == ELOOP)
+			transparent_audit_cut(
+			    c, "not-redirected",
+			    "a connection made to the transparent listener itself, not "
+			    "redirected by the sandbox's rules, is refused: its only "
+			    "destination is egressd",
+			    "not redirected");
+		else
+			transparent_audit_cut(c, "not-redirected",
+			                      "a connection on the transparent listener without an "
+			                      "original destination is refused",
+			                      strerror(err));
 		conn_close(c, "not redirected");
 		return;
 	}

@@ -7,8 +7,10 @@
 # a forged SNI reaches only the host it names (not the address the client
 # dialled); no SNI -> decided by the original address (blocked unless
 # allowlisted); plain HTTP decided by Host; bytes that are neither TLS nor
-# HTTP blocked and audited as `tcp`; a connection made to the listener
-# directly is refused; every decision is in the audit log.
+# HTTP blocked and audited as `tcp`; a redirected connection that sends
+# nothing is audited when it closes and when the header timeout cuts it; a
+# connection made to the listener directly is refused and audited (rule
+# not-redirected); every decision is in the audit log.
 set -u
 : "${BUILD_DIR:?}" "${SRC_DIR:?}"
 
@@ -62,7 +64,7 @@ network:
 EOF
 
 TP=$(free_port)
-start_egressd --config "$T/practical.yaml" --transparent "127.0.0.1:$TP" \
+start_egressd --config "$T/practical.yaml" --transparent "127.0.0.1:$TP" --header-timeout 2 \
     --upstream-dns "$ORIGIN_DNS" --upstream-ca "$P/ca.pem" --ca-out "$T/eg-ca.pem" || exit 1
 
 nft -f - <<EOF
@@ -127,10 +129,33 @@ sleep 0.3
 expect_eq "$(audit_last '.event == "tcp" and .port == 443' | jq -r '[.action, .rule, .host] | @tsv')" \
     "block	not-http-or-tls	198.18.0.99" "non-TLS bytes on 443 go only to allowlisted addresses"
 
+# --- redirected, then not a byte: audited when it closes and when it is cut ---
+as_payload bash -c 'exec 3<>/dev/tcp/198.18.0.98/2222; exec 3>&-' 2>/dev/null
+sleep 0.3
+expect_eq "$(audit_last '.event == "tcp" and .host == "198.18.0.98"' | jq -r '[.action, .rule, .port, .error] | @tsv')" \
+    "block	client-silent	2222	client closed before sending anything" \
+    "a redirected connection closed before its first byte is audited"
+t0=$(now_ms)
+as_payload timeout 8 python3 -c '
+import socket, sys
+s = socket.create_connection(("198.18.0.97", 2222), timeout=8)
+print("cut" if s.recv(1) == b"" else "data")' >"$T/silent.out" 2>&1
+took=$(($(now_ms) - t0))
+expect_eq "$(cat "$T/silent.out")" cut "a silent redirected connection is cut"
+[ "$took" -ge 1500 ] && [ "$took" -lt 6000 ] && ok || bad "cut after ${took} ms, want the 2 s header timeout"
+expect_eq "$(audit_last '.event == "tcp" and .host == "198.18.0.97"' | jq -r '[.action, .rule, .port, .error] | @tsv')" \
+    "block	client-silent	2222	redirected client sent nothing in time" \
+    "a redirected connection cut at the header timeout is audited"
+
 # --- a direct connection to the transparent port is refused ---
 run curl -sS --max-time 5 "http://127.0.0.1:$TP/hello"
 [ "$RC" -ne 0 ] && ok || bad "a connection that was not redirected must be refused"
 expect_contains "$(cat "$EG_ERR")" "not redirected" "and logged as such"
+sleep 0.2
+expect_eq "$(audit_last '.event == "tcp" and .rule == "not-redirected"' | jq -r '[.action, .source, .error, (.host // "-")] | @tsv')" \
+    "block	builtin	not redirected	-" "a direct connection is audited as not redirected"
+expect_contains "$(audit_last '.rule == "not-redirected"' | jq -r .reason)" "not redirected by the sandbox's rules" \
+    "with a reason that says so"
 stop_egressd
 expect_eq "$EXIT_RC" 0 "egressd exits 0"
 

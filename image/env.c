@@ -39,6 +39,7 @@ static const char *env_owned[] = {
     "USER",
     "LOGNAME",
     "OPENCODE_SANDBOX_MODE",
+    "OPENCODE_SANDBOX_NETWORK_MODE",
 };
 
 static int
@@ -97,6 +98,8 @@ env_build(char *const *base, const struct env_opts *o)
 	env_add(env, &n, "GIT_SSL_CAINFO", o->ca_bundle);
 	env_add(env, &n, "NODE_EXTRA_CA_CERTS", o->ca_cert);
 	env_add(env, &n, "OPENCODE_SANDBOX_MODE", config_mode_name(o->mode));
+	/* The host wrapper's name for it (seed 003, the container's environment). */
+	env_add(env, &n, "OPENCODE_SANDBOX_NETWORK_MODE", config_mode_name(o->mode));
 	if (o->user != NULL) {
 		env_add(env, &n, "HOME", o->user->home[0] != '\0' ? o->user->home : "/");
 		if (o->user->name[0] != '\0') {

@@ -20,6 +20,8 @@
 #define LAUNCH_RUN_DIR        "/run/opencode-sandbox"
 #define LAUNCH_GLOBAL_CONFIG  "/etc/opencode-sandbox/policy.yaml"
 #define LAUNCH_PROJECT_CONFIG "/workspace/.opencode-sandbox.yaml"
+#define LAUNCH_LOG_DIR        "/sandbox/logs" /* the image's mount point for the audit log */
+#define LAUNCH_AUDIT_FILE     "audit-events.jsonl"
 #define LAUNCH_SYSTEM_CA      "/etc/ssl/certs/ca-certificates.system.crt" /* kept by the image */
 #define LAUNCH_MAX_ARGS       128
 
@@ -98,6 +100,7 @@ int spawn_supports(const char *, const char *);
 int spawn_bind_listeners(struct spawn_egressd *, char *, size_t);
 int spawn_open_nflog(struct spawn_egressd *, uint16_t, char *, size_t);
 void spawn_close_listeners(struct spawn_egressd *);
+void spawn_close_from(int);
 void spawn_listen_env(const struct spawn_egressd *, char *, size_t, char *, size_t);
 int spawn_egressd_start(struct spawn_egressd *, const struct priv_user *, char *, size_t);
 int spawn_wait_ready(int, pid_t, int, char *, size_t);
@@ -131,6 +134,7 @@ struct launcher {
 	char *extra_args[LAUNCH_MAX_CONFIG];
 	size_t nextra_args;
 	const char *run_dir;
+	const char *log_dir;
 	const char *trust_store;
 	const char *resolv_conf;
 	int ready_timeout_ms;
@@ -141,7 +145,7 @@ struct launcher {
 	enum policy_mode mode;
 	int fail_closed;
 	char *audit_path;
-	char *files[LAUNCH_MAX_CONFIG + 3];
+	struct config_file files[LAUNCH_MAX_CONFIG + 2]; /* in egressd's order */
 	size_t nfiles;
 	struct priv_user user;
 	struct priv_user egress;

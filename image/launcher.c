@@ -78,6 +78,38 @@ launch_mkdir(const char *path, mode_t mode, uid_t uid)
 }
 
 /*
+ * Where the audit log goes when no trusted file says: the run's log
+ * folder, never egressd's stdout (the payload's terminal, where its lines
+ * would mix with the payload's output and be lost with it). That is
+ * --log-dir (the image's /sandbox/logs, a host directory) when it exists,
+ * else RUN_DIR/logs, made for egressd's user alone. Said once on stderr.
+ */
+static int
+launch_audit_default(struct launcher *l)
+{
+	char dir[PATH_MAX];
+	struct stat st;
+
+	if (l->audit_path != NULL)
+		return 0;
+	if (l->log_dir != NULL && stat(l->log_dir, &st) == 0 && S_ISDIR(st.st_mode)) {
+		snprintf(dir, sizeof dir, "%s", l->log_dir);
+	} else {
+		snprintf(dir, sizeof dir, "%s/logs", l->run_dir);
+		if (launch_mkdir(dir, 0700, l->egress.uid) == -1) {
+			fprintf(stderr, "sandbox-init: %s: %s\n", dir, strerror(errno));
+			return -1;
+		}
+	}
+	l->audit_path = xasprintf("%s/%s", dir, LAUNCH_AUDIT_FILE);
+	fprintf(stderr,
+	        "sandbox-init: the audit log is %s (no audit.path in the trusted "
+	        "configuration)\n",
+	        l->audit_path);
+	return 0;
+}
+
+/*
  * The run directory (root's), the CA directory in it (egressd writes the
  * certificate and bundle there; the payload reads them), the mode overlay
  * (so egressd decides in the mode that is enforced) and the audit file,
@@ -111,8 +143,8 @@ launch_files(struct launcher *l)
 	        config_mode_name(l->mode));
 	fclose(f);
 	chmod(l->mode_file, 0644);
-	if (l->audit_path == NULL)
-		return 0;
+	if (launch_audit_default(l) == -1)
+		return -1;
 	fd = open(l->audit_path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd == -1 || fchown(fd, l->egress.uid, l->egress.gid) == -1) {
 		fprintf(stderr, "sandbox-init: audit log %s: %s\n", l->audit_path, strerror(errno));
@@ -139,15 +171,26 @@ launch_egressd_argv(struct launcher *l)
 
 	launch_arg(l, "egressd");
 	for (i = 0; i < l->nfiles; i++) {
-		launch_arg(l, "--config");
-		launch_arg(l, l->files[i]);
+		if (!(l->files[i].flags & CONFIG_FILE_UNTRUSTED))
+			launch_arg(l, "--config");
+		else if (spawn_supports(l->egressd_path, "--project-config"))
+			launch_arg(l, "--project-config");
+		else {
+			log_warnx("this egressd has no --project-config: the project file %s is "
+			          "not read",
+			          l->files[i].path);
+			continue;
+		}
+		launch_arg(l, l->files[i].path);
 	}
+	/* Last, so egressd decides in the mode that is enforced. */
 	launch_arg(l, "--config");
 	launch_arg(l, l->mode_file);
-	if (l->audit_path != NULL) {
-		launch_arg(l, "--audit");
-		launch_arg(l, l->audit_path);
-	}
+	launch_arg(l, "--audit");
+	launch_arg(l, l->audit_path);
+	/* The payload's variables are set here: egressd's lines to paste are noise. */
+	if (spawn_supports(l->egressd_path, "--no-banners"))
+		launch_arg(l, "--no-banners");
 	for (i = 0; i < l->nupstream; i++) {
 		launch_arg(l, "--upstream-dns");
 		launch_arg(l, l->upstream[i]);
@@ -416,6 +459,8 @@ launch_payload_child(struct launcher *l, char **env, const sigset_t *old)
 		_exit(EXIT_SETUP);
 	}
 	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	/* Every descriptor of sandbox-init's is close-on-exec; this holds if one is not. */
+	spawn_close_from(3);
 	environ = env;
 	if (l->selftest) {
 		l->st.egressd_pid = l->eg.pid;
@@ -556,6 +601,11 @@ main(int argc, char **argv)
 	sigset_t set;
 	int rc;
 
+	/*
+	 * Whatever the caller left open (a root-only file, a socket) would
+	 * reach egressd and the payload: nothing inherited is handed on.
+	 */
+	spawn_close_from(3);
 	log_init("sandbox-init", LOG_LVL_INFO);
 	opts_defaults(&l);
 	if (opts_parse(&l, argc, argv) == -1)

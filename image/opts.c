@@ -21,7 +21,8 @@ opts_usage(FILE *f)
 	    "usage: sandbox-init [--config FILE]... [--mode practical|strict|off]\n"
 	    "                    [--user NAME|UID] [--egress-user NAME|UID] [--egressd PATH]\n"
 	    "                    [--egressd-arg ARG]...\n"
-	    "                    [--ready-timeout S] [--run-dir DIR] [--trust-store FILE|none]\n"
+	    "                    [--ready-timeout S] [--run-dir DIR] [--log-dir DIR]\n"
+	    "                    [--trust-store FILE|none]\n"
 	    "                    [--resolv-conf FILE|none] [--global-config FILE|none]\n"
 	    "                    [--project-config FILE|none] [--proxy-port N]\n"
 	    "                    [--transparent-port N] [--dns-port N] [-v] -- CMD [ARG]...\n"
@@ -61,6 +62,7 @@ opts_parse(struct launcher *l, int argc, char **argv)
 	    {"egressd-arg", required_argument, NULL, 'A'},
 	    {"ready-timeout", required_argument, NULL, 't'},
 	    {"run-dir", required_argument, NULL, 'r'},
+	    {"log-dir", required_argument, NULL, 9},
 	    {"trust-store", required_argument, NULL, 'T'},
 	    {"resolv-conf", required_argument, NULL, 'R'},
 	    {"global-config", required_argument, NULL, 'G'},
@@ -133,6 +135,9 @@ opts_parse(struct launcher *l, int argc, char **argv)
 			break;
 		case 'r':
 			l->run_dir = optarg;
+			break;
+		case 9:
+			l->log_dir = optarg;
 			break;
 		case 'T':
 			l->trust_store = opts_none(optarg);
@@ -212,6 +217,7 @@ opts_defaults(struct launcher *l)
 	l->user_spec = "opencode";
 	l->egress_spec = "egress";
 	l->run_dir = LAUNCH_RUN_DIR;
+	l->log_dir = LAUNCH_LOG_DIR;
 	/* Only PID 1 of a container owns the system files it rewrites. */
 	l->trust_store = pid1 ? "/etc/ssl/certs/ca-certificates.crt" : NULL;
 	l->resolv_conf = pid1 ? "/etc/resolv.conf" : NULL;
@@ -229,67 +235,43 @@ opts_defaults(struct launcher *l)
 	l->eg.pid = -1;
 }
 
-static int
-opts_mode_rank(enum policy_mode m)
-{
-	return m == MODE_OFF ? 2 : m == MODE_STRICT ? 1 : 0;
-}
-
-static struct config *
-opts_load(char **files, size_t n)
-{
-	struct config *cfg;
-	struct buf errs;
-
-	buf_init(&errs);
-	if ((cfg = config_load(files, n, &errs)) == NULL)
-		fputs(buf_cstr(&errs), stderr);
-	buf_free(&errs);
-	return cfg;
-}
-
 /*
- * Two loads: the trusted files (the global one and --config) and all of
- * them with the project file. The project file lives in the workspace the
- * payload writes to, so it may tighten the mode or turn failClosed on but
- * never loosen them, and it never chooses where the audit log goes (that
- * would let the payload aim egressd's writes at a file of its choosing).
+ * One load, in the order egressd gets the files: the global file and each
+ * --config (trusted), then the project file. The project file lives in the
+ * workspace the payload writes to, so it is loaded untrusted: it may only
+ * tighten what the trusted files set (a stricter mode, failClosed on, more
+ * blocked hosts, ...), never choose where the audit log goes or which
+ * ports egressd listens on. What it set and was ignored, egressd reports
+ * and audits; sandbox-init acts on the merged result.
  */
 int
 opts_config(struct launcher *l)
 {
-	char *trusted[LAUNCH_MAX_CONFIG + 1];
-	struct config *tc, *fc;
-	size_t nt = 0, i;
-	int rc = -1;
+	struct config *cfg;
+	struct buf errs;
+	size_t i;
 
 	if (l->global_config != NULL && access(l->global_config, F_OK) == 0)
-		trusted[nt++] = l->files[l->nfiles++] = (char *)l->global_config;
-	if (l->project_config != NULL && access(l->project_config, F_OK) == 0)
-		l->files[l->nfiles++] = (char *)l->project_config;
+		l->files[l->nfiles++].path = l->global_config;
 	for (i = 0; i < l->nflag_configs; i++)
-		trusted[nt++] = l->files[l->nfiles++] = l->flag_configs[i];
-	if ((tc = opts_load(trusted, nt)) == NULL)
+		l->files[l->nfiles++].path = l->flag_configs[i];
+	if (l->project_config != NULL && access(l->project_config, F_OK) == 0) {
+		l->files[l->nfiles].path = l->project_config;
+		l->files[l->nfiles++].flags = CONFIG_FILE_UNTRUSTED;
+	}
+	buf_init(&errs);
+	if ((cfg = config_load_files(l->files, l->nfiles, &errs)) == NULL) {
+		fputs(buf_cstr(&errs), stderr);
+		buf_free(&errs);
 		return -1;
-	if ((fc = opts_load(l->files, l->nfiles)) == NULL)
-		goto out;
-	l->mode = tc->mode;
-	if (opts_mode_rank(fc->mode) > opts_mode_rank(tc->mode))
-		l->mode = fc->mode;
-	else if (fc->mode != tc->mode)
-		log_warnx("the project file asks for mode %s; the trusted configuration's %s stays",
-		          config_mode_name(fc->mode), config_mode_name(tc->mode));
-	l->fail_closed = tc->fail_closed || fc->fail_closed;
-	if (tc->audit_path != NULL)
-		l->audit_path = xstrdup(tc->audit_path);
-	else if (fc->audit_path != NULL)
-		log_warnx("audit.path of the project file is ignored: the audit log goes where "
-		          "the global configuration or --config says");
+	}
+	buf_free(&errs);
+	l->mode = cfg->mode;
+	l->fail_closed = cfg->fail_closed;
+	if (cfg->audit_path != NULL)
+		l->audit_path = xstrdup(cfg->audit_path);
 	if (l->eg.proxy_port == 0)
-		l->eg.proxy_port = (uint16_t)fc->proxy_port;
-	rc = 0;
-out:
-	config_free(tc);
-	config_free(fc);
-	return rc;
+		l->eg.proxy_port = (uint16_t)cfg->proxy_port;
+	config_free(cfg);
+	return 0;
 }

@@ -17,6 +17,7 @@
 #include <linux/netfilter/nfnetlink_log.h>
 #include <linux/netlink.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -248,7 +249,11 @@ spawn_nflog_config(int fd, uint16_t group, uint16_t attr, const void *val, size_
 /*
  * The netlink socket egressd reads dropped packets from: bound to the
  * NFLOG group here, where binding needs CAP_NET_ADMIN, copying the first
- * 128 bytes of each packet (IP and transport headers).
+ * 128 bytes of each packet (IP and transport headers). The queue
+ * threshold is one packet: by default the kernel batches up to 100
+ * packets or one second, so a drop just before the payload exits would
+ * reach egressd after it stopped, and every `packet` event would be
+ * stamped late. The rules' rate limit bounds what flushing each costs.
  */
 int
 spawn_open_nflog(struct spawn_egressd *s, uint16_t group, char *err, size_t errlen)
@@ -256,6 +261,7 @@ spawn_open_nflog(struct spawn_egressd *s, uint16_t group, char *err, size_t errl
 	struct sockaddr_nl sa;
 	struct nfulnl_msg_config_cmd cmd;
 	struct nfulnl_msg_config_mode mode;
+	uint32_t qthresh = htonl(1);
 	int fd;
 
 	if ((fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_NETFILTER)) == -1)
@@ -271,6 +277,8 @@ spawn_open_nflog(struct spawn_egressd *s, uint16_t group, char *err, size_t errl
 	mode.copy_range = htonl(128);
 	mode.copy_mode = NFULNL_COPY_PACKET;
 	if (spawn_nflog_config(fd, group, NFULA_CFG_MODE, &mode, sizeof mode) == -1)
+		goto fail;
+	if (spawn_nflog_config(fd, group, NFULA_CFG_QTHRESH, &qthresh, sizeof qthresh) == -1)
 		goto fail;
 	s->fds[SPAWN_NFLOG] = fd;
 	return 0;
@@ -313,9 +321,41 @@ spawn_listen_env(const struct spawn_egressd *s, char *nfds, size_t nlen, char *n
 }
 
 /*
+ * Closes every descriptor from lowest up. close_range where the kernel
+ * has it (5.9), else each fd /proc/self/fd lists: a limit of open files
+ * in the millions makes a blind loop to RLIMIT_NOFILE far too slow.
+ */
+void
+spawn_close_from(int lowest)
+{
+	int fds[256], n, i, dfd;
+	struct dirent *d;
+	DIR *dir;
+	long v;
+
+	if (close_range((unsigned)lowest, ~0U, 0) == 0)
+		return;
+	/* Gathered before closing: closing while reading the directory skips entries. */
+	do {
+		if ((dir = opendir("/proc/self/fd")) == NULL)
+			return;
+		dfd = dirfd(dir);
+		n = 0;
+		while (n < (int)EG_NELEM(fds) && (d = readdir(dir)) != NULL) {
+			v = strtol(d->d_name, NULL, 10);
+			if (d->d_name[0] >= '0' && d->d_name[0] <= '9' && v >= lowest && v != dfd)
+				fds[n++] = (int)v;
+		}
+		closedir(dir);
+		for (i = 0; i < n; i++)
+			close(fds[i]);
+	} while (n == (int)EG_NELEM(fds));
+}
+
+/*
  * In the child: the listeners at 3, 4, ... in order, the ready pipe right
  * after them. Moved above every target first, so no dup2 overwrites a
- * descriptor still to be moved.
+ * descriptor still to be moved. Nothing else is handed on.
  */
 static int
 spawn_child_fds(const struct spawn_egressd *s, int ready, int *readyfd)
@@ -337,8 +377,7 @@ spawn_child_fds(const struct spawn_egressd *s, int ready, int *readyfd)
 		close(high[i]);
 	}
 	*readyfd = 3 + n;
-	for (fd = *readyfd + 1; fd < 64; fd++)
-		close(fd);
+	spawn_close_from(*readyfd + 1);
 	return 0;
 }
 

@@ -5,8 +5,9 @@
 # host is refused; direct TCP (v4 and v6), UDP, QUIC, direct DNS and DNS over
 # TLS never reach the internet; the payload holds no capability, cannot list
 # or flush the rules, signal egressd or read its memory; the table is the
-# one meant; and killing egressd leaves the payload with no network, then
-# (failClosed) stops it. Transparent and resolver assertions are written
+# one meant; a UDP packet sent just before the payload exits is audited and
+# promptly stamped; and killing egressd leaves the payload with no network,
+# then (failClosed) stops it. Transparent and resolver assertions are written
 # and report PENDING until egressd has those listeners.
 . "$(dirname "$0")/lib.sh"
 
@@ -171,6 +172,29 @@ else
 	pending "TLS interception" "allowed HTTPS verified with the run CA"
 	expect_eq "$(get ca_var)" unset "no CA variable without a run CA"
 fi
+
+# A drop just before the payload exits is audited before egressd stops, and
+# stamped when it happened (the NFLOG group flushes every packet at once).
+box_init --mode strict -- python3 -c '
+import socket, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+print("sent=%d" % int(time.time() * 1000), flush=True)
+try:
+    s.sendto(b"z", ("198.18.0.1", 4242))
+except OSError:
+    pass'
+expect_eq "$RC" 0 "drop-then-exit payload exit status"
+LAST=$(pkt udp 4242 198.18.0.1)
+expect_ne "$LAST" "" "a UDP packet sent right before the payload exited is in the audit"
+SENT=$(get sent)
+LAG=$(printf '%s\n' "$LAST" | python3 -c '
+import datetime, json, sys
+ev = json.loads(sys.stdin.read() or "{}")
+ts = datetime.datetime.strptime(ev.get("ts", "1970-01-01T00:00:00.000Z"), "%Y-%m-%dT%H:%M:%S.%fZ")
+ms = int(ts.replace(tzinfo=datetime.timezone.utc).timestamp() * 1000)
+print(ms - int(sys.argv[1]))' "$SENT")
+[ -n "$SENT" ] && [ "$LAG" -ge -50 ] && [ "$LAG" -lt 400 ] && ok ||
+	bad "the packet event is stamped when the packet was dropped: ${LAG} ms after the send"
 
 # egressd dies while the payload runs: no network, then the payload is stopped.
 cat >"$T/payload2.sh" <<'EOT'

@@ -26,6 +26,7 @@ test_env_build(void **state)
 	                "SSL_CERT_FILE=/x",
 	                "LISTEN_FDS=3",
 	                "TERM=xterm",
+	                "OPENCODE_SANDBOX_NETWORK_MODE=off",
 	                "junk",
 	                NULL};
 	struct priv_user u = {1234, 1234, "opencode", "/home/opencode"};
@@ -50,6 +51,12 @@ test_env_build(void **state)
 	assert_string_equal(env_get(env, "HOME"), "/home/opencode");
 	assert_string_equal(env_get(env, "USER"), "opencode");
 	assert_string_equal(env_get(env, "OPENCODE_SANDBOX_MODE"), "strict");
+	/* The host wrapper's name for the mode; the inherited value is replaced. */
+	assert_string_equal(env_get(env, "OPENCODE_SANDBOX_NETWORK_MODE"), "strict");
+	for (i = n = 0; env[i] != NULL; i++)
+		if (strncmp(env[i], "OPENCODE_SANDBOX_NETWORK_MODE=", 30) == 0)
+			n++;
+	assert_int_equal(n, 1);
 	assert_null(env_get(env, "LISTEN_FDS"));
 	assert_null(env_get(env, "junk"));
 	/* Each name once: the inherited HTTP_PROXY is gone, not shadowed. */

@@ -634,6 +634,77 @@ test_untrusted_order(void **state)
 	config_free(cfg);
 }
 
+static int
+mode_rank(enum policy_mode m)
+{
+	return m == MODE_OFF ? 2 : m == MODE_STRICT ? 1 : 0;
+}
+
+static void
+assert_same_list(const struct cfg_list *a, const struct cfg_list *b)
+{
+	size_t i;
+
+	assert_int_equal(a->n, b->n);
+	for (i = 0; i < a->n; i++)
+		assert_string_equal(a->items[i].value, b->items[i].value);
+}
+
+/*
+ * Whatever the project file says (every good/ file, each tried as one),
+ * the result is never looser than the trusted configuration alone.
+ */
+static void
+test_untrusted_never_loosens(void **state)
+{
+	struct config_file files[2] = {{"untrusted/global.yaml", 0}, {NULL, CONFIG_FILE_UNTRUSTED}};
+	struct config *base, *cfg;
+	struct dirent *e;
+	char path[512];
+	size_t i, j, n = 0;
+	DIR *d;
+
+	base = load_trust(files, 1);
+	assert_non_null(d = opendir(CONFIG_DIR "/good"));
+	while ((e = readdir(d)) != NULL) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof path, "good/%s", e->d_name);
+		files[1].path = path;
+		cfg = load_trust(files, 2);
+		assert_true(mode_rank(cfg->mode) >= mode_rank(base->mode));
+		assert_same_list(&cfg->allowlist, &base->allowlist);
+		assert_same_list(&cfg->passthrough, &base->passthrough);
+		assert_same_list(&cfg->blocklist_files, &base->blocklist_files);
+		for (i = 0; i < base->blocklist.n; i++)
+			assert_string_equal(cfg->blocklist.items[i].value,
+			                    base->blocklist.items[i].value);
+		for (i = 0; i < cfg->allow_methods.n; i++) {
+			for (j = 0; j < base->allow_methods.n; j++)
+				if (strcmp(cfg->allow_methods.items[i].value,
+				           base->allow_methods.items[j].value) == 0)
+					break;
+			assert_true(j < base->allow_methods.n);
+		}
+		assert_true(cfg->allow_graphql_queries <= base->allow_graphql_queries);
+		assert_true(cfg->on_violation == VIOLATION_BLOCK ||
+		            base->on_violation == VIOLATION_FLAG);
+		assert_true(cfg->fail_closed >= base->fail_closed);
+		assert_true(cfg->block_doh_providers >= base->block_doh_providers);
+		assert_true(cfg->ca_name_constraints >= base->ca_name_constraints);
+		assert_true(cfg->max_graphql_body <= base->max_graphql_body);
+		assert_int_equal(cfg->proxy_port, base->proxy_port);
+		assert_int_equal(cfg->dns_port, base->dns_port);
+		assert_int_equal(cfg->ca_lifetime_hours, base->ca_lifetime_hours);
+		assert_string_equal(cfg->audit_path, base->audit_path);
+		config_free(cfg);
+		n++;
+	}
+	closedir(d);
+	assert_true(n >= 5);
+	config_free(base);
+}
+
 /* An untrusted file is a regular file: a symbolic link or a FIFO is an error, not a wait. */
 static void
 test_untrusted_not_regular(void **state)
@@ -801,6 +872,7 @@ main(void)
 	    cmocka_unit_test(test_untrusted_loosen),
 	    cmocka_unit_test(test_untrusted_tighten),
 	    cmocka_unit_test(test_untrusted_order),
+	    cmocka_unit_test(test_untrusted_never_loosens),
 	    cmocka_unit_test(test_untrusted_not_regular),
 	    cmocka_unit_test(test_mem_cases),
 	    cmocka_unit_test(test_limits),

@@ -712,9 +712,12 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_order),         cmocka_unit_test(test_graphql),
-	    cmocka_unit_test(test_decide_table),  cmocka_unit_test(test_modes),
-	    cmocka_unit_test(test_address_guard), cmocka_unit_test(test_default_and_refs),
+	    cmocka_unit_test(test_order),
+	    cmocka_unit_test(test_graphql),
+	    cmocka_unit_test(test_decide_table),
+	    cmocka_unit_test(test_modes),
+	    cmocka_unit_test(test_address_guard),
+	    cmocka_unit_test(test_default_and_refs),
 	    cmocka_unit_test(test_bad_list_file),
 	    cmocka_unit_test(test_websocket),
 	    cmocka_unit_test(test_websocket_message),

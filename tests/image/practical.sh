@@ -58,7 +58,10 @@ http.request({ host: proxy.hostname, port: proxy.port, method: 'CONNECT', path: 
   .on('connect', (res, sock) => {
     if (res.statusCode !== 200) return done('connect-' + res.statusCode);
     const t = tls.connect({ socket: sock, servername: host }, () => {
-      t.write(method + ' ' + path + ' HTTP/1.1\r\nHost: ' + host + '\r\nContent-Length: 1\r\nConnection: close\r\n\r\nx');
+      // A body only where asked for ("GET+body"): on GET it is a violation of its own.
+      const m = method.split('+');
+      const body = m[0] === 'POST' || m[1] === 'body' ? 'Content-Length: 1\r\n' : '';
+      t.write(m[0] + ' ' + path + ' HTTP/1.1\r\nHost: ' + host + '\r\n' + body + 'Connection: close\r\n\r\n' + (body ? 'x' : ''));
     });
     let buf = '';
     t.on('data', d => { buf += d; });
@@ -67,6 +70,7 @@ http.request({ host: proxy.hostname, port: proxy.port, method: 'CONNECT', path: 
   }).on('error', e => done('error:' + e.message)).end();
 JS
 echo "node-get $(node /tmp/get.js GET readonly.test /hello)"
+echo "node-get-body $(node /tmp/get.js GET+body readonly.test /hello)"
 echo "node-post $(node /tmp/get.js POST readonly.test /echo)"
 exit 7
 EOT
@@ -93,6 +97,7 @@ expect_eq "$(rest python-get)" "200:$HELLO" "Python: HTTPS GET"
 expect_eq "$(row python-post)" 403 "Python: HTTPS POST refused"
 expect_eq "$(rest node-get)" "200:$HELLO" "Node: HTTPS GET"
 case "$(row node-post)" in 403:*) ok ;; *) bad "Node: HTTPS POST refused: $(row node-post)" ;; esac
+case "$(row node-get-body)" in 403:*) ok ;; *) bad "Node: HTTPS GET with a body refused: $(row node-get-body)" ;; esac
 [ "$RC" = 7 ] || printf '%s\n' "$ERR" | tail -n 20 >&2
 
 # What reached the origin: the GETs, never a POST to readonly.test.

@@ -51,7 +51,9 @@ fuzz: deps
 			build-fuzz/corpus/$$name tests/fuzz/corpus/$$name || exit 1; \
 	done
 
-bench: build
+bench: deps
+	cmake -S . -B $(BUILD) $(CMAKE_FLAGS) -DEGRESS_BENCH=ON >/dev/null
+	cmake --build $(BUILD) -j $(JOBS)
 	$(BUILD)/bench_domain
 	$(BUILD)/bench_mint
 	cd $(BUILD) && ./bench_audit && rm -f bench_audit.jsonl

@@ -1,6 +1,6 @@
 /*
  * Diagnostic log on stderr. This is for operators reading a terminal or a
- * journal; the audit log (policy/audit.c) is a separate, structured stream.
+ * journal; the audit log (audit/audit.c) is a separate, structured stream.
  */
 #include <errno.h>
 #include <stdio.h>

@@ -144,56 +144,6 @@ int graphql_ws_proto(const char *, size_t, enum gql_ws_proto *);
 const char *graphql_ws_proto_name(enum gql_ws_proto);
 enum gql_ws_kind graphql_ws_classify(enum gql_ws_proto, const char *, size_t, struct gql_ws_msg *);
 
-/* audit.c */
-struct audit;
-struct audit_event {
-	const char *event;  /* http connect tls tcp dns daemon policy */
-	const char *action; /* allow flag block, or NULL */
-	const char *rule;
-	const char *source;
-	const char *reason;
-	const char *mode;
-	const char *client;
-	const char *host;
-	int port; /* < 0: absent */
-	const char *scheme;
-	const char *method;
-	const char *path;
-	int status;                       /* < 0: absent */
-	int64_t bytes_up;                 /* < 0: absent */
-	int64_t bytes_down;               /* < 0: absent */
-	int64_t duration_ms;              /* < 0: absent */
-	const struct gql_result *graphql; /* NULL: absent */
-	const char *qname;
-	const char *qtype;
-	const char *rcode;
-	const char *error;
-	/* Extra fields (v1 allows additions). */
-	const char *addr;  /* the address actually connected to */
-	const char *sni;   /* TLS server name the client sent */
-	const char *tls;   /* intercept | passthrough | tunnel */
-	const char *hint;  /* what the user can do about an error */
-	int cached;        /* 1: answered from the resolver cache */
-	const char *proto; /* packet events: tcp udp icmp icmpv6, or a number */
-	int64_t uid;       /* packet events: the sender's uid; < 0: absent */
-};
-/*
- * A regular file's written lines leave the page cache behind the writer:
- * every AUDIT_CACHE_WINDOW bytes the window just written is sent to disk
- * (sync_file_range, not waited for) and the AUDIT_CACHE_RETRY windows
- * before it are dropped (POSIX_FADV_DONTNEED; pages still being written
- * stay and are tried again with the next window).
- */
-#define AUDIT_CACHE_WINDOW (4 * 1024 * 1024)
-#define AUDIT_CACHE_RETRY  4
-void audit_event_init(struct audit_event *);
-struct audit *audit_open(const char *, char *, size_t);
-struct audit *audit_open_fd(int, char *, size_t);
-int audit_write(struct audit *, const struct audit_event *);
-void audit_set_batch(struct audit *, void (*)(void *), void *);
-int audit_flush(struct audit *);
-void audit_close(struct audit *);
-
 /* config.c */
 enum policy_mode {
 	MODE_PRACTICAL,
@@ -362,33 +312,5 @@ const char *policy_action_name(enum policy_action);
 enum policy_header policy_header_kind(const char *, size_t);
 void policy_request_header(struct policy_request *, const char *, size_t, const char *);
 const char *policy_mode_note(enum policy_mode);
-
-/* review.c */
-#include <signal.h>
-#include <stdio.h>
-struct review_filter {
-	int actions; /* REVIEW_ONLY_* bits; 0: every action */
-#define REVIEW_ONLY_BLOCK 0x1
-#define REVIEW_ONLY_FLAG  0x2
-	const char *host_glob; /* fnmatch(3) pattern over host or qname; NULL: any */
-	const char *events;    /* comma-separated event types; NULL: any */
-	int64_t since_ms;      /* first ms included; INT64_MIN: no bound */
-	int64_t until_ms;      /* first ms excluded; INT64_MAX: no bound */
-};
-struct review_opts {
-	struct review_filter filter;
-	const char *name; /* the input as reports name it */
-	FILE *err;        /* diagnostics (bad lines in --suggest/--html, follow notices) */
-	int json;
-	int color;
-	int interval_ms; /* --follow poll interval */
-};
-void review_opts_init(struct review_opts *);
-const char *review_time_parse(const char *, int64_t, int64_t *);
-int review_summary(FILE *, FILE *, const struct review_opts *);
-int review_verify(FILE *, FILE *, const struct review_opts *);
-int review_suggest(FILE *, FILE *, const struct review_opts *);
-int review_html(FILE *, FILE *, const struct review_opts *);
-int review_follow(const char *, FILE *, const struct review_opts *, volatile sig_atomic_t *);
 
 #endif

@@ -18,6 +18,7 @@
 #include <event2/event.h>
 #include <ldns/ldns.h>
 
+#include "audit.h"
 #include "common.h"
 #include "policy.h"
 

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "policy.h"
+#include "audit.h"
 
 static double
 now_ns(void)

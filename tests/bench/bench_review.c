@@ -14,7 +14,7 @@
 
 #include <openssl/evp.h>
 
-#include "policy.h"
+#include "review.h"
 
 typedef int (*review_fn)(FILE *, FILE *, const struct review_opts *);
 

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <jansson.h>
-#include "policy.h"
+#include "audit.h"
 
 /* Not CHECK(): the checks have side effects and must survive NDEBUG. */
 #define CHECK(x)                                                                                   \

@@ -1,5 +1,5 @@
 /*
- * Fuzzes proxy/http.c and proxy/chunked.c. The first input byte picks the
+ * Fuzzes proxy/http/http.c and proxy/http/chunked.c. The first input byte picks the
  * target (request head, response head, chunked body, request head and its
  * chunked body), the second seeds the split points. Invariants, abort() on
  * violation: a head fed in random pieces reads as when fed whole; nothing

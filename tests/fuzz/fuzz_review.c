@@ -5,7 +5,7 @@
  * must parse, the suggestion must load as a configuration, and the page
  * must never carry a raw "<script" of the input outside its own two.
  * Each line also goes through both line parsers: whatever the fast path
- * (policy/review_fast.c) accepts, jansson must accept with equal values.
+ * (policyctl/review_fast.c) accepts, jansson must accept with equal values.
  */
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /*
- * Fuzzes the WebSocket frame reader (proxy/ws.c) and the GraphQL-over-
+ * Fuzzes the WebSocket frame reader (proxy/http/ws.c) and the GraphQL-over-
  * WebSocket message classifier (policy/graphql_ws.c). The first byte picks
  * what the rest is: client frames (fed in pieces the second byte sizes,
  * with a message bound from the third), server frames for the boundary

@@ -30,7 +30,7 @@
 #include <jansson.h>
 #include <openssl/evp.h>
 
-#include "policy.h"
+#include "audit.h"
 
 #define ZEROS "0000000000000000000000000000000000000000000000000000000000000000"
 

@@ -1,5 +1,5 @@
 /*
- * Unit tests for proxy/http.c and proxy/chunked.c: the request and response
+ * Unit tests for proxy/http/http.c and proxy/http/chunked.c: the request and response
  * vectors of tests/data/http/ (smuggling attempts among them), each parsed
  * whole and a byte at a time with the same outcome; serialisation (hop-by-hop fields gone, Via added, Host from the target,
  * framing re-stated) and round trips through the parser; the chunked

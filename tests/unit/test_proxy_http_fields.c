@@ -1,5 +1,5 @@
 /*
- * Unit tests for the numbering of header fields in proxy/http.c: known
+ * Unit tests for the numbering of header fields in proxy/http/http.c: known
  * names in any case get their number and nothing else does, and the
  * hop-by-hop and restated fields are dropped from a serialised head in
  * any case.

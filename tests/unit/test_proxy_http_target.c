@@ -1,5 +1,5 @@
 /*
- * Unit tests for proxy/http_target.c: request targets in each form, split
+ * Unit tests for proxy/http/http_target.c: request targets in each form, split
  * into scheme, authority, host, port and path, and the ones refused
  * (userinfo, bad ports and hosts, fragments, other schemes).
  */

@@ -1,5 +1,5 @@
 /*
- * Tests for proxy/ws.c, the WebSocket frame code. Client frames come from
+ * Tests for proxy/http/ws.c, the WebSocket frame code. Client frames come from
  * tests/data/ws_frames.tsv (messages, fragments, control frames, each
  * protocol error with its close code), each case fed whole, byte by byte
  * and in small chunks, which must all give the same events. The frames

@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "launch.h"
+#include "init.h"
 
 static const struct nft_rules strict = {MODE_STRICT, 997, 18081, 53};
 

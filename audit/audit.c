@@ -28,7 +28,7 @@
 #define OPENSSL_SUPPRESS_DEPRECATED
 #include <openssl/sha.h>
 
-#include "policy.h"
+#include "audit.h"
 
 #define AUDIT_HASH_HEX     64
 #define AUDIT_FIELD_MAX    8192              /* bytes of one string value that are logged */

@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "proxy.h"
+#include "http.h"
 
 enum chunked_state {
 	CH_SIZE, /* chunk size digits */

@@ -2,7 +2,7 @@
  * `policyctl audit --verify`: checks the hash chain of an audit file. The
  * "prev" of each line must be the SHA-256 of the bytes of the line before
  * it (without its newline), the first line's 64 zeros; the hashes are
- * taken exactly as policy/audit.c takes them. A broken link is reported
+ * taken exactly as audit/audit.c takes them. A broken link is reported
  * at the line whose prev does not match, with what "seq" suggests
  * happened (a line changed, lines removed or reordered, a second chain);
  * a line that is not an audit event and a file that ends inside a line

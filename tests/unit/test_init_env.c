@@ -16,7 +16,7 @@
 
 #include <cmocka.h>
 
-#include "launch.h"
+#include "init.h"
 
 static void
 test_env_build(void **state)
@@ -77,7 +77,7 @@ test_env_build(void **state)
 static void
 test_resolv(void **state)
 {
-	char path[] = "/tmp/test_launch_env.XXXXXX", err[256], *ns[4];
+	char path[] = "/tmp/test_init_env.XXXXXX", err[256], *ns[4];
 	size_t n, i;
 	FILE *f;
 	int fd;

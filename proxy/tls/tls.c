@@ -25,8 +25,9 @@
 #include <event2/bufferevent_ssl.h>
 
 #include "ca.h"
-#include "proxy.h"
+#include "proxy.h" /* struct conn: the SNI callback marks a mismatch on it */
 #include "tls.h"
+#include "tls_int.h"
 
 static const unsigned char tls_alpn[] = "\x08http/1.1";
 

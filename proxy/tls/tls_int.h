@@ -4,8 +4,8 @@
  * bufferevent). The rest of the proxy sees only the tls_* entry points
  * of proxy.h.
  */
-#ifndef TLS_H
-#define TLS_H
+#ifndef TLS_INT_H
+#define TLS_INT_H
 
 #include <sys/queue.h>
 

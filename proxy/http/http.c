@@ -12,7 +12,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "proxy.h"
+#include "http.h"
 
 const struct http_limits http_limits_default = {
     .start_line = 8192,

@@ -6,8 +6,8 @@
  * (--selftest). launcher.c is the program; the rest is a library the unit
  * tests link.
  */
-#ifndef LAUNCH_H
-#define LAUNCH_H
+#ifndef INIT_H
+#define INIT_H
 
 #include <sys/types.h>
 

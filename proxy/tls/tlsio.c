@@ -26,7 +26,7 @@
 #include <event2/buffer.h>
 
 #include "common.h"
-#include "tls.h"
+#include "tls_int.h"
 
 #define TLSIO_IN_MAX      (64 * 1024) /* ciphertext read and not yet decrypted */
 #define TLSIO_OUT_MAX     (64 * 1024) /* ciphertext made and not yet written */

@@ -28,7 +28,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "launch.h"
+#include "init.h"
 
 #define SPAWN_HELP_MAX     65536
 #define SPAWN_HELP_TIMEOUT 5000

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "launch.h"
+#include "init.h"
 
 #define ENV_MAX_VARS 4096
 

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "proxy.h"
+#include "http.h"
 
 /*
  * Check an authority: host [":" port], no userinfo. A host is a name of

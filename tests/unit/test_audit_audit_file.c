@@ -1,5 +1,5 @@
 /*
- * Unit tests for policy/audit.c, the file: the SHA-256 chain (recomputed
+ * Unit tests for audit/audit.c, the file: the SHA-256 chain (recomputed
  * here with OpenSSL) across reopens, batching, partial tails and short
  * writes, stdout and inherited descriptors, the file mode, refused paths,
  * and four processes appending to one file without tearing a line.

@@ -24,7 +24,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "launch.h"
+#include "init.h"
 
 enum selftest_result {
 	ST_CLOSED, /* side door: shut */

@@ -24,7 +24,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "launch.h"
+#include "init.h"
 
 #define EXIT_USAGE      2
 #define EXIT_SETUP      125 /* the sandbox could not be set up; CMD never ran */

@@ -7,7 +7,7 @@
  */
 #include <string.h>
 
-#include "proxy.h"
+#include "tls.h"
 
 #define TLS_RECORD_HANDSHAKE 22
 #define TLS_HS_CLIENT_HELLO  1

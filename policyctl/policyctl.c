@@ -4,7 +4,7 @@
  * through the same policy_decide()/policy_check_addr() calls egressd makes;
  * `check` validates configuration files and prints the effective result;
  * `audit` reviews an audit log (summary, filters, follow, suggestions, the
- * hash chain, an HTML page), its work done by policy/review*.c.
+ * hash chain, an HTML page), its work done by policyctl/review*.c.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -15,7 +15,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "audit.h"
 #include "policy.h"
+#include "review.h"
 
 #define EXIT_USAGE         2
 #define POLICY_MAX_HEADERS 32

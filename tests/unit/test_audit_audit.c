@@ -1,5 +1,5 @@
 /*
- * Unit tests for policy/audit.c, the line: the fields and their order,
+ * Unit tests for audit/audit.c, the line: the fields and their order,
  * omission of absent values, escaping of hostile values, the query-string
  * cut and the cap on long values. test_policy_audit_file.c covers the
  * chain and the file.

@@ -1,5 +1,5 @@
 /*
- * Tests for `policyctl audit` (policy/review*.c) on committed audit files:
+ * Tests for `policyctl audit` (policyctl/review*.c) on committed audit files:
  * tests/data/review/session.jsonl, recorded from a real egressd by
  * tests/integration/policyctl_audit.sh (REVIEW_RECORD=DIR) with times and
  * ports fixed, and crafted.jsonl, hand-made for what a live run does not
@@ -19,7 +19,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 
-#include "policy.h"
+#include "review.h"
 
 #define DIR TEST_DATA_DIR "/review/"
 

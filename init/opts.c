@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "launch.h"
+#include "init.h"
 
 void
 opts_usage(FILE *f)

@@ -12,7 +12,9 @@
 
 #include <jansson.h>
 
+#include "audit.h"
 #include "policy.h"
+#include "review.h"
 
 #define REVIEW_LINE_MAX  (1024 * 1024) /* bytes of a line that are parsed */
 #define REVIEW_BLOCK     65536

@@ -23,7 +23,7 @@
 
 #include <nftables/libnftables.h>
 
-#include "launch.h"
+#include "init.h"
 
 /*
  * The rules are written in the form `nft list` prints them back

@@ -21,7 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "launch.h"
+#include "init.h"
 
 #define PRIV_MAX_GROUPS 64
 

@@ -16,8 +16,8 @@
 . "$(dirname "$0")/lib.sh"
 
 REPLY_TEXT="The sandbox answer is 42, streamed by the scripted model."
-image_build || { bad "the image builds"; finish; exit 1; }
-lib_net_up --model "$REPLY_TEXT" || { bad "test network"; finish; exit 1; }
+image_build || { bad "the image builds"; finish; }
+lib_net_up --model "$REPLY_TEXT" || { bad "test network"; finish; }
 
 # The user's host: config, credentials, a project. Files belong to uid 1000,
 # the payload's uid, as on a host whose user is uid 1000; auth.json is 0600

@@ -6,6 +6,7 @@
 # sent after it, is the one served); an upstream that lowercases questions
 # is asked again once without 0x20 and still answers, with one warning.
 
+# shellcheck source=dns/lib.sh
 . "$SRC_DIR/tests/integration/dns/lib.sh"
 
 P="$T/policy.yaml"

@@ -10,6 +10,7 @@
 # a slow answer to an earlier try still taken after the retransmission, and
 # the sockets of retransmissions bounded under a flood.
 
+# shellcheck source=dns/lib.sh
 . "$SRC_DIR/tests/integration/dns/lib.sh"
 
 start_stub --silent

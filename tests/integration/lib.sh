@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared helpers for the integration scripts: a private temp dir removed on
 # exit, assertions that count, and a closing "N passed, N failed" line; for
 # the proxy scripts also the test origin (origin.py), egressd started on a
@@ -8,6 +9,7 @@
 set -u
 : "${BUILD_DIR:?BUILD_DIR must point at the build directory}"
 : "${SRC_DIR:?SRC_DIR must point at the source tree}"
+# shellcheck disable=SC2034 # for the scripts
 POLICYCTL="$BUILD_DIR/policyctl"
 EGRESSD="$BUILD_DIR/egressd"
 ORIGIN_PY="$SRC_DIR/tests/integration/origin.py"
@@ -24,6 +26,7 @@ lib_cleanup() {
 	rm -rf "$T"
 }
 trap lib_cleanup EXIT
+# shellcheck source=../lib/expect.sh
 . "$SRC_DIR/tests/lib/expect.sh"
 
 # run CMD...: runs a command, leaving OUT (stdout), ERR (stderr) and RC.
@@ -96,6 +99,7 @@ wait_port() {
 
 # wait_exit PID SECS: until PID is gone; sets EXIT_RC (its status, or 255
 # if it is still running after SECS). PID must be a child of this shell.
+# shellcheck disable=SC2034 # EXIT_RC is for the caller
 wait_exit() {
 	local i
 	EXIT_RC=255
@@ -113,6 +117,7 @@ wait_exit() {
 # start_origin [ARGS...]: runs origin.py with its DNS responder (ARGS go to
 # origin.py); sets ORIGIN_PORT, ORIGIN_DNS (127.0.0.1:PORT for
 # --upstream-dns), ORIGIN_LOG, ORIGIN_PID.
+# shellcheck disable=SC2034 # ORIGIN_PORT and ORIGIN_DNS are for the caller
 start_origin() {
 	ORIGIN_LOG="$T/origin.jsonl"
 	rm -f "$T/origin.port" "$T/origin.dns"

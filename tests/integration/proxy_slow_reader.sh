@@ -26,7 +26,9 @@ if [ "${1:-}" != "--inside" ]; then
 	exit $?
 fi
 
+# shellcheck source=lib.sh
 . "$SRC_DIR/tests/integration/lib.sh"
+# shellcheck source=../lib/pki.sh
 . "$SRC_DIR/tests/lib/pki.sh"
 READER="$SRC_DIR/tests/integration/slowreader.py"
 

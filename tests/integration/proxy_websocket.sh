@@ -18,7 +18,9 @@
 # onViolation: flag lets a plain WebSocket and a mutation through, flagged;
 # and the same inside an intercepted wss:// connection.
 # Needs root: the HTTPS origin listens on port 443 of a loopback address.
+# shellcheck source=lib.sh
 . "$SRC_DIR/tests/integration/lib.sh"
+# shellcheck source=../lib/pki.sh
 . "$SRC_DIR/tests/lib/pki.sh"
 
 if [ "$(id -u)" -ne 0 ]; then

@@ -1,7 +1,9 @@
+# shellcheck shell=bash
 # Helpers for the resolver scripts (tests/integration/dns_*.sh), on top of lib.sh: the stub
 # authority (dns_stub.py with tests/data/resolver/stub.zone), egressd with
 # its DNS listener on a free port, and dig against it.
 
+# shellcheck source=../lib.sh
 . "$SRC_DIR/tests/integration/lib.sh"
 
 DNS_STUB_PY="$SRC_DIR/tests/integration/dns_stub.py"
@@ -9,6 +11,7 @@ DNS_ZONE="$SRC_DIR/tests/data/resolver/stub.zone"
 STUB_N=0
 
 # start_stub [--silent]: a stub authority; sets STUB_PORT, STUB_LOG, STUB_PID.
+# shellcheck disable=SC2034 # STUB_PORT is for the caller
 start_stub() {
 	STUB_N=$((STUB_N + 1))
 	STUB_LOG="$T/stub.$STUB_N.jsonl"

@@ -352,27 +352,19 @@ decide_policy(const char *name)
 static void
 test_decide_table(void **state)
 {
-	char line[4096], *f[9], *p, *h, *colon, *value;
+	char **f, *p, *h, *colon, *value;
 	struct policy_request pr;
 	struct decision d;
 	struct policy *pol;
 	struct url u;
-	unsigned lineno = 0, cases = 0;
+	unsigned lineno;
 	size_t n;
-	FILE *fp;
+	struct tsv t;
 
 	(void)state;
-	if ((fp = fopen(TEST_DATA_DIR "/decide.tsv", "r")) == NULL)
-		fail_msg("cannot open decide.tsv");
-	while (fgets(line, sizeof line, fp) != NULL) {
-		lineno++;
-		line[strcspn(line, "\n")] = '\0';
-		if (line[0] == '#' || line[0] == '\0')
-			continue;
-		for (n = 0, p = line; n < EG_NELEM(f) && p != NULL; n++)
-			f[n] = strsep(&p, "\t");
-		if (n != EG_NELEM(f) || p != NULL)
-			fail_msg("decide.tsv:%u: want %zu fields", lineno, EG_NELEM(f));
+	tsv_open(&t, "decide.tsv", 9, 9);
+	while ((f = tsv_next(&t)) != NULL) {
+		lineno = t.lineno;
 		memset(&u, 0, sizeof u);
 		if (url_parse(f[2], &u) != NULL)
 			fail_msg("decide.tsv:%u: bad url", lineno);
@@ -410,11 +402,9 @@ test_decide_table(void **state)
 			         f[8]);
 		policy_unref(pol);
 		url_free(&u);
-		cases++;
 	}
-	fclose(fp);
-	print_message("%u decision cases\n", cases);
-	assert_true(cases >= 60);
+	print_message("%u decision cases\n", t.rows);
+	assert_true(t.rows >= 60);
 }
 
 /* Decide for a name, then for the address it resolved to. */

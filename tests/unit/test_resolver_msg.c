@@ -17,8 +17,7 @@
 #include <cmocka.h>
 
 #include "resolver.h"
-
-#define QUERIES_TSV TEST_DATA_DIR "/resolver/queries.tsv"
+#include "tsv.h"
 
 static const char policy_yaml[] =
     "version: 1\n"
@@ -64,24 +63,18 @@ hex_decode(const char *hex, uint8_t *out, size_t cap)
 static void
 test_msg_parse_table(void **state)
 {
-	char line[4096], *tab;
+	char **f, *line;
 	uint8_t q[2048];
 	struct msg_query mq;
-	size_t n, cases = 0;
+	struct tsv t;
+	size_t n;
 	int rcode, want;
 	const char *err;
-	FILE *f;
 
-	f = fopen(QUERIES_TSV, "r");
-	assert_non_null(f);
-	while (fgets(line, sizeof line, f) != NULL) {
-		if (line[0] == '#' || line[0] == '\n')
-			continue;
-		line[strcspn(line, "\n")] = '\0';
-		tab = strchr(line, '\t');
-		assert_non_null(tab);
-		*tab++ = '\0';
-		want = atoi(tab);
+	tsv_open(&t, "resolver/queries.tsv", 2, 2);
+	while ((f = tsv_next(&t)) != NULL) {
+		line = f[0];
+		want = atoi(f[1]);
 		n = hex_decode(line, q, sizeof q);
 		err = msg_parse_query(q, n, &mq, &rcode);
 		if (want == 0) {
@@ -90,10 +83,8 @@ test_msg_parse_table(void **state)
 		} else if (err == NULL || rcode != want) {
 			fail_msg("%s: rcode %d (%s), want %d", line, rcode, err ? err : "ok", want);
 		}
-		cases++;
 	}
-	fclose(f);
-	assert_true(cases >= 15);
+	assert_true(t.rows >= 15);
 }
 
 /* Build a query for name/type with ldns (EDNS with size udp when udp > 0). */

@@ -141,7 +141,7 @@ start_origin() {
 # start_dns: the test origin's DNS responder answers origin.test on a loopback UDP port.
 start_dns() {
 	local _
-	python3 "$SRC_DIR/tests/integration/origin.py" --log "$T/dns.jsonl" --port-file "$T/dns.http" \
+	python3 "$SRC_DIR/tests/lib/py/origin.py" --log "$T/dns.jsonl" --port-file "$T/dns.http" \
 		--dns-port-file "$T/dns.port" --dns-map "origin.test=$ORIGIN_ADDR" --parent $$ \
 		--max-seconds 7200 >"$T/dns.out" 2>&1 &
 	BG_PIDS="$BG_PIDS $!"

@@ -4,7 +4,7 @@
 # tree (layer cache kept between runs, the project's sources always copied
 # and compiled anew when they change), a private temp dir, counted
 # assertions, and an internal podman network with an origin container: the
-# test "internet" (tests/netns/inet.py) at 198.18.0.1 answering DNS, HTTP
+# test "internet" (tests/lib/py/inet.py) at 198.18.0.1 answering DNS, HTTP
 # and HTTPS with a test CA. Nothing leaves the machine: the network is
 # --internal. Run as root from ctest with BUILD_DIR and SRC_DIR set.
 
@@ -19,10 +19,10 @@ BASE_IMAGE=localhost/debian-base:bookworm
 # shellcheck disable=SC2034 # for the scripts (the pinned version)
 OPENCODE_VERSION=$(sed -n 's/^ARG OPENCODE_VERSION=//p' "$SRC_DIR/image/Containerfile" | head -n 1)
 
-# shellcheck source=../lib/expect.sh
-. "$SRC_DIR/tests/lib/expect.sh"
-# shellcheck source=../lib/pki.sh
-. "$SRC_DIR/tests/lib/pki.sh"
+# shellcheck source=../lib/sh/expect.sh
+. "$SRC_DIR/tests/lib/sh/expect.sh"
+# shellcheck source=../lib/sh/pki.sh
+. "$SRC_DIR/tests/lib/sh/pki.sh"
 
 [ "$(id -u)" -eq 0 ] || skip "needs root (podman with nftables inside containers)"
 for tool in podman debootstrap openssl python3; do
@@ -82,8 +82,8 @@ image_build() {
 lib_test_ca() {
 	pki_make image-test-ca allowed.test readonly.test blocked.test model.test || return 1
 	mkdir -p "$T/origin"
-	cp "$T/origin.pem" "$T/origin.key" "$SRC_DIR/tests/netns/inet.py" \
-		"$SRC_DIR/tests/integration/origin.py" "$T/origin/"
+	cp "$T/origin.pem" "$T/origin.key" "$SRC_DIR/tests/lib/py/inet.py" \
+		"$SRC_DIR/tests/lib/py/origin.py" "$T/origin/"
 	chmod 644 "$T/testca.pem" "$T/origin/"*
 }
 

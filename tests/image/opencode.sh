@@ -5,7 +5,7 @@
 # auth.json, mounted the way scripts/sandbox and docs/image.md do, and a
 # global policy that allowlists the provider's host as a custom provider
 # profile would. The "internet" is the test network, where model.test is a
-# scripted streaming model API (tests/netns/inet.py --model-reply) behind
+# scripted streaming model API (tests/lib/py/inet.py --model-reply) behind
 # HTTPS with the test CA, which stands in for the image's system store, so
 # egressd verifies it as it would a real provider. `opencode run` must
 # print the scripted reply; the model API must have seen the streamed chat

@@ -11,8 +11,8 @@
 # daemon keeps serving; the dns audit events (every one with its action and
 # rule, malformed queries included); strict and off modes.
 
-# shellcheck source=dns/lib.sh
-. "$SRC_DIR/tests/integration/dns/lib.sh"
+# shellcheck source=lib.sh
+. "$SRC_DIR/tests/integration/lib.sh"
 
 start_stub
 P="$T/policy.yaml"

@@ -20,8 +20,8 @@
 # Needs root: the HTTPS origin listens on port 443 of a loopback address.
 # shellcheck source=lib.sh
 . "$SRC_DIR/tests/integration/lib.sh"
-# shellcheck source=../lib/pki.sh
-. "$SRC_DIR/tests/lib/pki.sh"
+# shellcheck source=../lib/sh/pki.sh
+. "$SRC_DIR/tests/lib/sh/pki.sh"
 
 if [ "$(id -u)" -ne 0 ]; then
 	echo "proxy_websocket needs root: its origin listens on port 443 of a loopback address" >&2

@@ -13,10 +13,10 @@ SANDBOX_INIT="$BUILD_DIR/sandbox-init"
 EGRESSD="$BUILD_DIR/egressd"
 export PYTHONDONTWRITEBYTECODE=1
 
-# shellcheck source=../lib/expect.sh
-. "$SRC_DIR/tests/lib/expect.sh"
-# shellcheck source=../lib/pki.sh
-. "$SRC_DIR/tests/lib/pki.sh"
+# shellcheck source=../lib/sh/expect.sh
+. "$SRC_DIR/tests/lib/sh/expect.sh"
+# shellcheck source=../lib/sh/pki.sh
+. "$SRC_DIR/tests/lib/sh/pki.sh"
 [ "$(id -u)" -eq 0 ] || skip "needs root (network namespaces, nftables)"
 for tool in ip nft python3 curl setpriv; do
 	command -v "$tool" >/dev/null || skip "needs $tool"
@@ -96,7 +96,7 @@ lib_net_up() {
 	mkdir -p "/etc/netns/$NS_BOX"
 	echo "nameserver 198.18.0.1" >"/etc/netns/$NS_BOX/resolv.conf"
 	lib_test_ca || return 1
-	in_inet python3 "$SRC_DIR/tests/netns/inet.py" --lifetime 600 \
+	in_inet python3 "$SRC_DIR/tests/lib/py/inet.py" --lifetime 600 \
 		--tls-cert "$T/origin.pem" --tls-key "$T/origin.key" >"$T/inet.log" 2>&1 &
 	LIB_PIDS="$LIB_PIDS $!"
 	local _

@@ -5,8 +5,8 @@
 # one, as tests/data/layout.err has it, and the exit status must be 1.
 set -u
 SRC_DIR=${SRC_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
-# shellcheck source=../lib/expect.sh
-. "$SRC_DIR/tests/lib/expect.sh"
+# shellcheck source=../lib/sh/expect.sh
+. "$SRC_DIR/tests/lib/sh/expect.sh"
 
 T=$(mktemp -d "${TMPDIR:-/tmp}/egress-layout.XXXXXX")
 trap 'rm -rf "$T"' EXIT

@@ -3,8 +3,8 @@
 #   make test   install dependencies, build, run every test
 # Both install the Debian packages they need first (scripts/install-deps,
 # idempotent): `make run` and `make build` only what building and running
-# egressd needs (--run), every other target the whole set. Other targets:
-# lint, sanitize, fuzz, bench, format, format-check.
+# egressd needs (--run); test, lint, sanitize, fuzz and bench the whole
+# set. Other targets: lint, sanitize, fuzz, bench, format, format-check.
 
 BUILD     ?= build
 JOBS      ?= $(shell nproc 2>/dev/null || echo 2)

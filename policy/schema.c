@@ -582,7 +582,7 @@ schema_store_methods(struct schema_state *st, const struct schema_key *k,
 		n = seq->kids[i];
 		if (schema_string(st, k->key, 1, n) == -1)
 			continue;
-		if (!http_token(n->value, n->len)) {
+		if (!text_http_token(n->value, n->len)) {
 			config_error(st->ctx, &n->loc, "%s entry \"%s\": not an HTTP method token",
 			             k->key, schema_text(&b, n));
 			continue;

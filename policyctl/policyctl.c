@@ -87,7 +87,7 @@ ctl_add_header(struct ctl *c, const char *arg)
 	char *h, *v;
 	size_t n;
 
-	if (colon == NULL || colon == arg || !http_token(arg, (size_t)(colon - arg))) {
+	if (colon == NULL || colon == arg || !text_http_token(arg, (size_t)(colon - arg))) {
 		fprintf(stderr, "policyctl: --header wants \"NAME: VALUE\", not \"%s\"\n", arg);
 		return -1;
 	}
@@ -356,7 +356,7 @@ cmd_explain(struct ctl *c, const char *input)
 
 	memset(&u, 0, sizeof u);
 	buf_init(&errs);
-	if (strlen(c->method) > 32 || !http_token(c->method, strlen(c->method))) {
+	if (strlen(c->method) > 32 || !text_http_token(c->method, strlen(c->method))) {
 		fprintf(stderr, "policyctl: invalid method \"%s\"\n", c->method);
 		goto out;
 	}

@@ -106,7 +106,7 @@ review_fast_str(const char *line, size_t len, size_t *i)
 			return -1;
 		if (p[j] == '"')
 			break;
-		if ((n = utf8_len(p + j, len - j)) == 0)
+		if ((n = text_utf8_len(p + j, len - j)) == 0)
 			return -1;
 		j += n;
 	}

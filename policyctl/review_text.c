@@ -39,7 +39,7 @@ review_text_escape(struct buf *b, const char *s, size_t len)
 			i++;
 			continue;
 		}
-		if (p[i] < 0x80 || (n = utf8_len(p + i, len - i)) == 0) {
+		if (p[i] < 0x80 || (n = text_utf8_len(p + i, len - i)) == 0) {
 			buf_printf(b, "\\x%02x", p[i++]);
 			continue;
 		}

@@ -36,10 +36,11 @@ test_frame(struct buf *out, char *tok)
 	pl = colon + 1;
 	if (strcmp(spec, "raw") == 0) {
 		for (i = 0; pl[i] != '\0' && pl[i + 1] != '\0'; i += 2)
-			buf_addc(out, (char)(hex_value(pl[i]) << 4 | hex_value(pl[i + 1])));
+			buf_addc(out,
+			         (char)(text_hex_value(pl[i]) << 4 | text_hex_value(pl[i + 1])));
 		return;
 	}
-	opcode = hex_value(spec[0]);
+	opcode = text_hex_value(spec[0]);
 	len = tsv_unescape(pl);
 	for (spec++; *spec != '\0'; spec++) {
 		switch (*spec) {

@@ -53,7 +53,7 @@ hex_decode(const char *hex, uint8_t *out, size_t cap)
 			hex++;
 			continue;
 		}
-		out[n++] = (uint8_t)(hex_value(hex[0]) << 4 | hex_value(hex[1]));
+		out[n++] = (uint8_t)(text_hex_value(hex[0]) << 4 | text_hex_value(hex[1]));
 		hex += 2;
 	}
 	return n;

@@ -122,9 +122,9 @@ tsv_unescape(char *s)
 			*w++ = '\r';
 			break;
 		case 'x':
-			if (hex_value(r[2]) == -1 || hex_value(r[3]) == -1)
+			if (text_hex_value(r[2]) == -1 || text_hex_value(r[3]) == -1)
 				fatalx("tsv: bad \\x escape in \"%s\"", s);
-			*w++ = (char)(hex_value(r[2]) << 4 | hex_value(r[3]));
+			*w++ = (char)(text_hex_value(r[2]) << 4 | text_hex_value(r[3]));
 			r += 2;
 			break;
 		default:

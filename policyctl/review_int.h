@@ -18,7 +18,6 @@
 
 #define REVIEW_LINE_MAX  (1024 * 1024) /* bytes of a line that are parsed */
 #define REVIEW_BLOCK     65536
-#define REVIEW_HASH_HEX  64
 #define REVIEW_SHOW_BAD  10 /* line numbers of bad lines shown */
 #define REVIEW_METHODS   8  /* distinct methods kept per host */
 #define REVIEW_METHOD_SZ 16
@@ -38,12 +37,12 @@ struct review_reader {
 	size_t end;
 	struct buf line; /* the current line, without its newline */
 	unsigned long lineno;
-	uint64_t size; /* all bytes of the current line */
-	int overlong;  /* line.len < size */
-	int partial;   /* the line ended at end of file, not at a newline */
-	int error;     /* errno of a failed read, else 0 */
-	void *md_ctx;  /* EVP_MD_CTX *: hash every line when set */
-	char hash[REVIEW_HASH_HEX + 1];
+	uint64_t size;       /* all bytes of the current line */
+	int overlong;        /* line.len < size */
+	int partial;         /* the line ended at end of file, not at a newline */
+	int error;           /* errno of a failed read, else 0 */
+	struct chain *chain; /* hash every line when set */
+	char hash[CHAIN_HEX + 1];
 };
 void review_reader_init(struct review_reader *, FILE *, int);
 void review_reader_free(struct review_reader *);

@@ -223,6 +223,35 @@ policy_action_name(enum policy_action a)
 	return "block";
 }
 
+/* The list's name in explain's and the resolver's text; NULL for none. */
+const char *
+policy_list_name(enum policy_list l)
+{
+	switch (l) {
+	case POLICY_LIST_NONE:
+		break;
+	case POLICY_LIST_ALLOWLIST:
+		return "allowlist";
+	case POLICY_LIST_BLOCKLIST:
+		return "blocklist";
+	case POLICY_LIST_DOH:
+		return "doh";
+	case POLICY_LIST_MODE:
+		return "mode";
+	case POLICY_LIST_METHODS:
+		return "methods";
+	case POLICY_LIST_GRAPHQL:
+		return "graphql";
+	case POLICY_LIST_WEBSOCKET:
+		return "websocket";
+	case POLICY_LIST_ADDRESS:
+		return "address";
+	case POLICY_LIST_NAME:
+		return "name";
+	}
+	return NULL;
+}
+
 const char *
 policy_mode_note(enum policy_mode m)
 {
@@ -249,7 +278,7 @@ policy_reason(struct decision *d, const char *subject, const char *text)
 }
 
 static void
-decision_set(struct decision *d, enum policy_action action, const char *rule, const char *list)
+decision_set(struct decision *d, enum policy_action action, const char *rule, enum policy_list list)
 {
 	d->action = action;
 	str_copy(d->rule, sizeof d->rule, rule);
@@ -258,7 +287,7 @@ decision_set(struct decision *d, enum policy_action action, const char *rule, co
 
 static void
 decision_from_match(struct decision *d, enum policy_action action, const struct domain_match *m,
-                    const char *list)
+                    enum policy_list list)
 {
 	decision_set(d, action, m->pattern, list);
 	policy_match_source(m, d->source, sizeof d->source);
@@ -296,8 +325,8 @@ policy_methods_text(const struct config *cfg, char *out, size_t len)
 
 /* A request that breaks the practical-mode rules: block or flag it. */
 static void
-policy_violation(const struct policy *p, struct decision *d, const char *rule, const char *list,
-                 const struct cfg_loc *loc)
+policy_violation(const struct policy *p, struct decision *d, const char *rule,
+                 enum policy_list list, const struct cfg_loc *loc)
 {
 	enum policy_action a;
 	size_t n;
@@ -389,7 +418,7 @@ policy_graphql_violation(const struct policy *p, struct decision *d)
 	                 d->gql.op == GQL_MUTATION       ? "graphql-mutation"
 	                 : d->gql.op == GQL_SUBSCRIPTION ? "graphql-subscription"
 	                                                 : "graphql-not-query",
-	                 "graphql", &p->cfg->allow_graphql_queries_loc);
+	                 POLICY_LIST_GRAPHQL, &p->cfg->allow_graphql_queries_loc);
 }
 
 /*
@@ -413,8 +442,8 @@ policy_method_violation(const struct policy *p, struct decision *d, const char *
 	if (why != NULL && n < sizeof d->reason)
 		snprintf(d->reason + n, sizeof d->reason - n,
 		         "; the GraphQL allowance does not apply: %s", why);
-	policy_violation(p, d, field ? "method-override" : "method-not-allowed", "methods",
-	                 &cfg->allow_methods.loc);
+	policy_violation(p, d, field ? "method-override" : "method-not-allowed",
+	                 POLICY_LIST_METHODS, &cfg->allow_methods.loc);
 }
 
 /* A read method (the request's, or an override's) that carries a body. */
@@ -427,7 +456,8 @@ policy_body_violation(const struct policy *p, struct decision *d, const char *fi
 	snprintf(d->reason, sizeof d->reason,
 	         "%s%s%s carries a body that is not a GraphQL query%s%s%s", field ? field : "",
 	         field ? ": " : "", method, why ? " (" : "", why ? why : "", why ? ")" : "");
-	policy_violation(p, d, "body-on-read-method", "methods", &p->cfg->allow_methods.loc);
+	policy_violation(p, d, "body-on-read-method", POLICY_LIST_METHODS,
+	                 &p->cfg->allow_methods.loc);
 }
 
 /*
@@ -454,7 +484,8 @@ policy_decide_request(const struct policy *p, const struct policy_request *req, 
 		         "%zu method-override fields: at most %d are read, so the method a server "
 		         "acts on is unknown",
 		         req->noverrides, POLICY_MAX_OVERRIDES);
-		policy_violation(p, d, "method-override", "methods", &cfg->allow_methods.loc);
+		policy_violation(p, d, "method-override", POLICY_LIST_METHODS,
+		                 &cfg->allow_methods.loc);
 		return;
 	}
 	if (d->graphql_present && d->gql.op != GQL_QUERY) {
@@ -490,13 +521,13 @@ policy_decide_request(const struct policy *p, const struct policy_request *req, 
 		return;
 	}
 	if (v == POLICY_METHOD_GRAPHQL || lifted) {
-		decision_set(d, ACTION_ALLOW, "graphql-query", "graphql");
+		decision_set(d, ACTION_ALLOW, "graphql-query", POLICY_LIST_GRAPHQL);
 		policy_loc_format(&cfg->allow_graphql_queries_loc, d->source, sizeof d->source);
 		snprintf(d->reason, sizeof d->reason, "GraphQL query%s%s is read-only",
 		         d->gql.name[0] ? " " : "", d->gql.name);
 		return;
 	}
-	decision_set(d, ACTION_ALLOW, "allow-methods", "methods");
+	decision_set(d, ACTION_ALLOW, "allow-methods", POLICY_LIST_METHODS);
 	policy_loc_format(&mi->loc, d->source, sizeof d->source);
 	policy_reason(d, req->method, " is an allowed method");
 }
@@ -522,7 +553,7 @@ policy_decide_upgrade(const struct policy *p, const struct policy_request *req, 
 	if (d->graphql_present && d->gql.op != GQL_QUERY)
 		return;
 	if (req->ws_offer == POLICY_WS_GRAPHQL && cfg->allow_graphql_queries) {
-		decision_set(d, ACTION_ALLOW, "websocket-graphql", "websocket");
+		decision_set(d, ACTION_ALLOW, "websocket-graphql", POLICY_LIST_WEBSOCKET);
 		policy_loc_format(&cfg->allow_graphql_queries_loc, d->source, sizeof d->source);
 		snprintf(d->reason, sizeof d->reason,
 		         "WebSocket for GraphQL (graphql-transport-ws or graphql-ws): every client "
@@ -542,7 +573,7 @@ policy_decide_upgrade(const struct policy *p, const struct policy_request *req, 
 		snprintf(
 		    d->reason, sizeof d->reason,
 		    "WebSocket upgrade: a write channel to a host the allowlist does not name");
-	policy_violation(p, d, "websocket", "websocket", &cfg->mode_loc);
+	policy_violation(p, d, "websocket", POLICY_LIST_WEBSOCKET, &cfg->mode_loc);
 }
 
 /*
@@ -564,14 +595,14 @@ policy_decide_ws_message(const struct policy *p, const struct gql_ws_msg *m, str
 		return;
 	if (m->kind == GQL_WS_INVALID) {
 		snprintf(d->reason, sizeof d->reason, "WebSocket message refused: %s", m->reason);
-		policy_violation(p, d, "websocket-message", "websocket", &cfg->mode_loc);
+		policy_violation(p, d, "websocket-message", POLICY_LIST_WEBSOCKET, &cfg->mode_loc);
 		return;
 	}
 	d->graphql_present = 1;
 	d->gql = m->gql;
 	what = graphql_op_name(m->gql.op);
 	if (m->gql.op == GQL_QUERY || m->gql.op == GQL_SUBSCRIPTION) {
-		decision_set(d, ACTION_ALLOW, "websocket-graphql", "websocket");
+		decision_set(d, ACTION_ALLOW, "websocket-graphql", POLICY_LIST_WEBSOCKET);
 		policy_loc_format(&cfg->allow_graphql_queries_loc, d->source, sizeof d->source);
 		snprintf(d->reason, sizeof d->reason, "GraphQL %s%s%s over WebSocket is read-only",
 		         what, m->gql.name[0] ? " " : "", m->gql.name);
@@ -586,7 +617,7 @@ policy_decide_ws_message(const struct policy *p, const struct gql_ws_msg *m, str
 		         "GraphQL over WebSocket not provably a query (%s)",
 		         m->gql.reason ? m->gql.reason : "unparsable");
 	policy_violation(p, d, m->gql.op == GQL_MUTATION ? "graphql-mutation" : "graphql-not-query",
-	                 "websocket", &cfg->allow_graphql_queries_loc);
+	                 POLICY_LIST_WEBSOCKET, &cfg->allow_graphql_queries_loc);
 }
 
 /*
@@ -627,7 +658,7 @@ policy_decide(const struct policy *p, const struct policy_request *req, struct d
 	 * mode and an allowlisted host must not become a way out.
 	 */
 	if (cfg->mode == MODE_OFF) {
-		decision_set(d, ACTION_BLOCK, "mode-off", "mode");
+		decision_set(d, ACTION_BLOCK, "mode-off", POLICY_LIST_MODE);
 		policy_loc_format(&cfg->mode_loc, d->source, sizeof d->source);
 		snprintf(d->reason, sizeof d->reason, "network mode is off: nothing leaves");
 		return;
@@ -639,7 +670,7 @@ policy_decide(const struct policy *p, const struct policy_request *req, struct d
 	else
 		hit = domain_set_match_addr(p->allow, &h->addr, &m);
 	if (hit) {
-		decision_from_match(d, ACTION_ALLOW, &m, "allowlist");
+		decision_from_match(d, ACTION_ALLOW, &m, POLICY_LIST_ALLOWLIST);
 		d->name_allowlisted = 1;
 		d->name_exact_allow = h->kind == HOST_NAME && m.kind == DOMAIN_EXACT;
 		policy_reason(d, h->name, " is on the allowlist (all methods)");
@@ -652,7 +683,7 @@ policy_decide(const struct policy *p, const struct policy_request *req, struct d
 	else
 		hit = domain_set_match_addr(p->block, &h->addr, &m);
 	if (hit) {
-		decision_from_match(d, ACTION_BLOCK, &m, "blocklist");
+		decision_from_match(d, ACTION_BLOCK, &m, POLICY_LIST_BLOCKLIST);
 		policy_reason(d, h->name, " is on the blocklist");
 		return;
 	}
@@ -664,7 +695,7 @@ policy_decide(const struct policy *p, const struct policy_request *req, struct d
 	 * overrides this.
 	 */
 	if (cfg->block_doh_providers && doh_match(h, &doh, &provider)) {
-		decision_set(d, ACTION_BLOCK, "doh-provider", "doh");
+		decision_set(d, ACTION_BLOCK, "doh-provider", POLICY_LIST_DOH);
 		str_copy(d->source, sizeof d->source, "builtin");
 		if (provider != NULL)
 			snprintf(d->reason, sizeof d->reason,
@@ -681,7 +712,7 @@ policy_decide(const struct policy *p, const struct policy_request *req, struct d
 
 	/* 3. Strict mode denies by default. */
 	if (cfg->mode == MODE_STRICT) {
-		decision_set(d, ACTION_BLOCK, "strict-default-deny", "mode");
+		decision_set(d, ACTION_BLOCK, "strict-default-deny", POLICY_LIST_MODE);
 		policy_loc_format(&cfg->mode_loc, d->source, sizeof d->source);
 		snprintf(d->reason, sizeof d->reason,
 		         "strict mode: only allowlisted hosts are reachable");
@@ -696,7 +727,7 @@ policy_decide(const struct policy *p, const struct policy_request *req, struct d
 	 * a TLS ClientHello (SSH, SMTP, a database) is cut there.
 	 */
 	if (req->method == NULL || tunnel) {
-		decision_set(d, ACTION_ALLOW, "unlisted-host", "mode");
+		decision_set(d, ACTION_ALLOW, "unlisted-host", POLICY_LIST_MODE);
 		policy_loc_format(&cfg->mode_loc, d->source, sizeof d->source);
 		policy_reason(d, h->name,
 		              tunnel
@@ -736,13 +767,13 @@ policy_check_addr(const struct policy *p, const struct addr *addr, struct decisi
 	addr_format(&a, text, sizeof text);
 	if (!domain_set_match_addr(p->allow, &a, NULL) && !d->name_allowlisted &&
 	    domain_set_match_addr(p->block, &a, &m)) {
-		decision_from_match(d, ACTION_BLOCK, &m, "blocklist");
+		decision_from_match(d, ACTION_BLOCK, &m, POLICY_LIST_BLOCKLIST);
 		snprintf(d->reason, sizeof d->reason, "destination address %s is on the blocklist",
 		         text);
 		return;
 	}
 	special = addr_special(&a);
-	decision_set(d, ACTION_BLOCK, "private-address", "address");
+	decision_set(d, ACTION_BLOCK, "private-address", POLICY_LIST_ADDRESS);
 	str_copy(d->source, sizeof d->source, "builtin");
 	if (addr_is_metadata(&a))
 		snprintf(d->reason, sizeof d->reason,

@@ -284,11 +284,23 @@ struct policy_request {
 #define POLICY_WS_GRAPHQL 0x1        /* graphql-transport-ws or graphql-ws */
 #define POLICY_WS_OTHER   0x2        /* any other subprotocol */
 };
+/* The part of the policy a decision comes from; policy_list_name() for text. */
+enum policy_list {
+	POLICY_LIST_NONE, /* a built-in rule of the caller's */
+	POLICY_LIST_ALLOWLIST,
+	POLICY_LIST_BLOCKLIST,
+	POLICY_LIST_DOH,       /* the built-in DNS-over-HTTPS list */
+	POLICY_LIST_MODE,      /* the network mode */
+	POLICY_LIST_METHODS,   /* allowMethods and the method rules */
+	POLICY_LIST_GRAPHQL,   /* allowGraphqlQueries */
+	POLICY_LIST_WEBSOCKET, /* upgrades and their messages */
+	POLICY_LIST_ADDRESS,   /* the private-address guard (step 5) */
+	POLICY_LIST_NAME,      /* the resolver: a name no entry can match */
+};
 struct decision {
 	enum policy_action action;
 	char rule[HOST_NAME_MAXLEN + 32];
-	const char *list; /* allowlist blocklist mode methods graphql address
-					   websocket, or NULL */
+	enum policy_list list;
 	char source[512]; /* file:line, or "builtin" */
 	char reason[256];
 	int name_allowlisted; /* the host as written matched the allowlist */
@@ -309,6 +321,7 @@ void policy_check_addr(const struct policy *, const struct addr *, struct decisi
 int policy_addr_allowed(const struct policy *, const struct addr *, const struct decision *);
 int policy_passthrough(const struct policy *, const struct host *, struct domain_match *);
 const char *policy_action_name(enum policy_action);
+const char *policy_list_name(enum policy_list);
 enum policy_header policy_header_kind(const char *, size_t);
 void policy_request_header(struct policy_request *, const char *, size_t, const char *);
 const char *policy_mode_note(enum policy_mode);

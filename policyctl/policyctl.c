@@ -236,10 +236,11 @@ explain_print_text(const char *input, const struct url *u, const struct policy_r
                    const struct decision *d, const struct policy *p, const char *notes[],
                    size_t nnotes)
 {
+	const char *list = policy_list_name(d->list);
 	size_t i;
 
 	printf("%s: %s\n", action_word(d->action), u->host.name);
-	printf("matched rule: %s (%s%s%s)\n", d->rule, d->list ? d->list : "", d->list ? ", " : "",
+	printf("matched rule: %s (%s%s%s)\n", d->rule, list ? list : "", list ? ", " : "",
 	       d->source);
 	printf("reason: %s\n", d->reason);
 	printf("method: %s", req->method);
@@ -285,7 +286,7 @@ explain_print_json(const struct url *u, const struct policy_request *req, const 
 	json_key(&b, "rule", 0);
 	json_escape_str(&b, d->rule);
 	json_key(&b, "list", 0);
-	json_escape_str(&b, d->list);
+	json_escape_str(&b, policy_list_name(d->list));
 	json_key(&b, "source", 0);
 	json_escape_str(&b, d->source);
 	json_key(&b, "mode", 0);

@@ -302,12 +302,11 @@ static int
 conn_body_needed(struct conn *c)
 {
 	struct policy_request pr;
-	const char *list;
 
 	conn_policy_request(c, &pr);
 	policy_decide(c->policy, &pr, &c->x->decision);
-	list = c->x->decision.list;
-	return list != NULL && (strcmp(list, "methods") == 0 || strcmp(list, "graphql") == 0);
+	return c->x->decision.list == POLICY_LIST_METHODS ||
+	       c->x->decision.list == POLICY_LIST_GRAPHQL;
 }
 
 /* A Content-Encoding other than identity: the held bytes cannot be read. */

@@ -61,14 +61,13 @@ const char *
 intercept_tunnel_kind(struct conn *c)
 {
 	struct domain_match m;
-	const char *list = c->x->decision.list;
 
 	if (c->x->event != NULL)
 		return "tunnel"; /* transparent bytes that are not TLS */
 	if (c->x->host.kind == HOST_NAME && policy_passthrough(c->policy, &c->x->host, &m))
 		return "passthrough";
 	if (c->e->tls == NULL ||
-	    (list != NULL && strcmp(list, "allowlist") == 0 && c->x->port != 443))
+	    (c->x->decision.list == POLICY_LIST_ALLOWLIST && c->x->port != 443))
 		return "tunnel";
 	return NULL;
 }
@@ -101,7 +100,7 @@ intercept_peek_refuse(struct conn *c, const char *rule, const char *reason, cons
 
 	d->action = ACTION_BLOCK;
 	str_copy(d->rule, sizeof d->rule, rule);
-	d->list = NULL;
+	d->list = POLICY_LIST_NONE;
 	str_copy(d->source, sizeof d->source, "builtin");
 	str_copy(d->reason, sizeof d->reason, reason);
 	conn_close(c, why);

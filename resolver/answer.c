@@ -314,7 +314,7 @@ answer_decide(const struct policy *p, const char *name, struct decision *d)
 		memset(d, 0, sizeof *d);
 		d->action = ACTION_BLOCK;
 		str_copy(d->rule, sizeof d->rule, "invalid-name");
-		d->list = "name";
+		d->list = POLICY_LIST_NAME;
 		str_copy(d->source, sizeof d->source, "builtin");
 		snprintf(d->reason, sizeof d->reason,
 		         "the name holds characters no policy entry can match");
@@ -349,7 +349,7 @@ answer_cloak_check(const ldns_pkt *pkt, const struct policy *p, struct decision 
 			continue;
 		(void)msg_name_text(ldns_rdf_data(target), ldns_rdf_size(target), name,
 		                    sizeof name);
-		if (!answer_decide(p, name, d) || (d->list != NULL && !strcmp(d->list, "mode")))
+		if (!answer_decide(p, name, d) || d->list == POLICY_LIST_MODE)
 			continue;
 		str_copy(why, sizeof why, d->reason);
 		snprintf(d->reason, sizeof d->reason, "the CNAME chain reaches %s: %s", name, why);
@@ -429,7 +429,7 @@ answer_served_block(struct answer_served *s, const struct decision *d)
 	s->rcode = MSG_NXDOMAIN;
 	s->ede = MSG_EDE_BLOCKED;
 	snprintf(s->ede_text, sizeof s->ede_text, "blocked by rule %s (%s, %s)", d->rule,
-	         d->list != NULL ? d->list : "policy", d->source);
+	         d->list != POLICY_LIST_NONE ? policy_list_name(d->list) : "policy", d->source);
 	s->verdict = xmalloc(sizeof *s->verdict);
 	*s->verdict = *d;
 }

@@ -243,7 +243,8 @@ resolver_reply_blocked(struct resolver *r, const struct msg_query *q,
 	n = str_copy(text, sizeof text, "blocked by rule ");
 	n += str_copy(text + n, sizeof text - n, d->rule);
 	n += str_copy(text + n, sizeof text - n, " (");
-	n += str_copy(text + n, sizeof text - n, d->list != NULL ? d->list : "policy");
+	n += str_copy(text + n, sizeof text - n,
+	              d->list != POLICY_LIST_NONE ? policy_list_name(d->list) : "policy");
 	n += str_copy(text + n, sizeof text - n, ", ");
 	n += str_copy(text + n, sizeof text - n, d->source);
 	str_copy(text + n, sizeof text - n, ")");

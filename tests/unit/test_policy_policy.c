@@ -621,7 +621,7 @@ test_websocket(void **state)
 			         d.reason);
 	}
 	decide_ws(base, "GET", "https://example.com/graphql", gql, &d);
-	assert_string_equal(d.list, "websocket");
+	assert_string_equal(policy_list_name(d.list), "websocket");
 	assert_non_null(strstr(d.source, "base.yaml:16")); /* allowGraphqlQueries */
 	assert_non_null(strstr(d.reason, "every client message is inspected"));
 	policy_unref(base);

@@ -3,7 +3,8 @@
  * compiled from a merged configuration: the host lists become matchers, the
  * third-party list files are loaded, and from then on decisions only read
  * it. The proxy, the resolver and policyctl all decide through
- * policy_decide() and policy_check_addr(), so they cannot disagree.
+ * policy_decide() (and, for the addresses a name resolves to,
+ * policy_check_addr()), so they cannot disagree.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -621,13 +622,11 @@ policy_decide_ws_message(const struct policy *p, const struct gql_ws_msg *m, str
 }
 
 /*
- * Decide a request on its host as written, its method and (for GraphQL)
- * its body, following DESIGN §5 steps 1-4 (with mode off decided first).
- * Step 5 needs the address actually connected to: policy_check_addr()
- * applies it afterwards.
+ * DESIGN §5 steps 1-4 (with mode off decided first): the host as
+ * written, the method and (for GraphQL) the body.
  */
-void
-policy_decide(const struct policy *p, const struct policy_request *req, struct decision *d)
+static void
+policy_decide_host(const struct policy *p, const struct policy_request *req, struct decision *d)
 {
 	const struct config *cfg = p->cfg;
 	const struct host *h = req->host;
@@ -743,6 +742,24 @@ policy_decide(const struct policy *p, const struct policy_request *req, struct d
 	policy_decide_request(p, req, d);
 	if (d->action == ACTION_ALLOW)
 		policy_decide_upgrade(p, req, d);
+}
+
+/*
+ * Decide a request: steps 1-4 on its host as written, its method and (for
+ * GraphQL) its body, then step 5 when the host is an address literal, the
+ * address connected to. A name's addresses are known only after
+ * resolution: the proxy checks each with policy_addr_allowed() and words
+ * a refusal with policy_check_addr(). A request without a method (a DNS
+ * name) connects nowhere, so step 5 does not apply to it. The proxy,
+ * policyctl explain and the tests all decide through here.
+ */
+void
+policy_decide(const struct policy *p, const struct policy_request *req, struct decision *d)
+{
+	policy_decide_host(p, req, d);
+	d->body_matters = d->list == POLICY_LIST_METHODS || d->list == POLICY_LIST_GRAPHQL;
+	if (req->method != NULL && req->host->kind == HOST_ADDR)
+		policy_check_addr(p, &req->host->addr, d);
 }
 
 /*

@@ -303,6 +303,8 @@ struct decision {
 	enum policy_list list;
 	char source[512]; /* file:line, or "builtin" */
 	char reason[256];
+	int body_matters;     /* the method rules decided (list methods or graphql): the
+	                         request's body may change the answer */
 	int name_allowlisted; /* the host as written matched the allowlist */
 	int name_exact_allow; /* ... by an exact entry (lifts the address guard) */
 	int graphql_present;

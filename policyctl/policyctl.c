@@ -1,7 +1,7 @@
 /*
  * policyctl: the policy seen from the command line. `explain` answers what
  * the policy does with one request and which rule of which file decided,
- * through the same policy_decide()/policy_check_addr() calls egressd makes;
+ * through the same policy_decide() call egressd makes;
  * `check` validates configuration files and prints the effective result;
  * `audit` reviews an audit log (summary, filters, follow, suggestions, the
  * hash chain, an HTML page), its work done by policyctl/review*.c.
@@ -392,8 +392,6 @@ cmd_explain(struct ctl *c, const char *input)
 	req.content_type = c->content_type;
 
 	policy_decide(p, &req, &d);
-	if (u.host.kind == HOST_ADDR)
-		policy_check_addr(p, &u.host.addr, &d);
 	nnotes = explain_notes(p, input, &u, &d, notes, store, EG_NELEM(notes));
 	if (c->json)
 		explain_print_json(&u, &req, &d, p, notes, nnotes);

@@ -292,11 +292,11 @@ conn_policy_request(struct conn *c, struct policy_request *pr)
 /*
  * Whether the decision needs the request body, deciding without it into
  * c->x->decision on the way. When the host lists and modes leave it to
- * the method and GraphQL rules (step 4), any body may turn a read into a
- * GraphQL mutation or a POST into an allowed query, so it is held (up to
- * maxGraphqlBody) and classified whatever its type: a lenient server may
- * read a form, a multipart body or untyped JSON. Otherwise the decision
- * made here stands.
+ * the method and GraphQL rules (step 4; decision.body_matters), any body
+ * may turn a read into a GraphQL mutation or a POST into an allowed
+ * query, so it is held (up to maxGraphqlBody) and classified whatever its
+ * type: a lenient server may read a form, a multipart body or untyped
+ * JSON. Otherwise the decision made here stands.
  */
 static int
 conn_body_needed(struct conn *c)
@@ -305,8 +305,7 @@ conn_body_needed(struct conn *c)
 
 	conn_policy_request(c, &pr);
 	policy_decide(c->policy, &pr, &c->x->decision);
-	return c->x->decision.list == POLICY_LIST_METHODS ||
-	       c->x->decision.list == POLICY_LIST_GRAPHQL;
+	return c->x->decision.body_matters;
 }
 
 /* A Content-Encoding other than identity: the held bytes cannot be read. */
@@ -343,8 +342,6 @@ conn_decide(struct conn *c)
 void
 conn_proceed(struct conn *c)
 {
-	if (c->x->host.kind == HOST_ADDR)
-		policy_check_addr(c->policy, &c->x->host.addr, &c->x->decision);
 	if (c->x->decision.action == ACTION_BLOCK) {
 		respond_block(c);
 		return;

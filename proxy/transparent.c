@@ -154,12 +154,14 @@ transparent_decide(struct conn *c, const struct host *h, uint16_t port, const ch
 	pr.method = "CONNECT";
 	pr.port = port;
 	policy_decide(c->policy, &pr, &c->x->decision);
-	if (kind != NULL && c->x->decision.action != ACTION_BLOCK &&
-	    c->x->decision.list != POLICY_LIST_ALLOWLIST) {
-		/*
-		 * Bytes that are neither TLS nor HTTP carry no method or name to
-		 * decide by: only an address the allowlist names may receive them.
-		 */
+	/*
+	 * Bytes that are neither TLS nor HTTP carry no method or name to
+	 * decide by: only an address the allowlist names may receive them.
+	 * The rule comes before the address guard, so a refusal of the
+	 * guard's (list address) is this rule's.
+	 */
+	if (kind != NULL && c->x->decision.list != POLICY_LIST_ALLOWLIST &&
+	    (c->x->decision.action != ACTION_BLOCK || c->x->decision.list == POLICY_LIST_ADDRESS)) {
 		c->x->decision.action = ACTION_BLOCK;
 		snprintf(c->x->decision.rule, sizeof c->x->decision.rule, "not-http-or-tls");
 		c->x->decision.list = POLICY_LIST_NONE;

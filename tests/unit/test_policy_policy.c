@@ -90,7 +90,7 @@ struct req {
 	const char *body;
 };
 
-/* Decide like the proxy does: name first, then the address when it is one. */
+/* Decide as the proxy does: one call, the address guard included for a literal. */
 static void
 decide(const struct policy *p, const struct req *r, struct decision *d)
 {
@@ -108,8 +108,6 @@ decide(const struct policy *p, const struct req *r, struct decision *d)
 	pr.body = r->body;
 	pr.body_len = r->body ? strlen(r->body) : 0;
 	policy_decide(p, &pr, d);
-	if (u.host.kind == HOST_ADDR)
-		policy_check_addr(p, &u.host.addr, d);
 	url_free(&u);
 }
 
@@ -477,6 +475,56 @@ test_address_guard(void **state)
 	policy_unref(p);
 }
 
+/* One policy_decide() call decides as egressd does, literal or name, with or without a method. */
+static void
+test_decide_one_call(void **state)
+{
+	struct policy *p = load("base.yaml", base_yaml);
+	struct policy_request pr;
+	struct decision d;
+	struct host h;
+
+	(void)state;
+	memset(&pr, 0, sizeof pr);
+	pr.host = &h;
+	/* A request to an address literal gets the address guard... */
+	assert_null(host_parse("10.1.2.3", 8, &h));
+	pr.method = "GET";
+	policy_decide(p, &pr, &d);
+	assert_int_equal(d.action, ACTION_BLOCK);
+	assert_string_equal(d.rule, "private-address");
+	assert_int_equal(d.list, POLICY_LIST_ADDRESS);
+	assert_string_equal(policy_list_name(d.list), "address");
+	/* ... and a body could still make it a method violation: it is read first. */
+	assert_int_equal(d.body_matters, 1);
+	pr.method = "CONNECT";
+	pr.port = 443;
+	policy_decide(p, &pr, &d);
+	assert_string_equal(d.rule, "private-address");
+	assert_int_equal(d.body_matters, 0);
+	/* A name without a method (DNS) connects nowhere: no guard. */
+	pr.method = NULL;
+	pr.port = 0;
+	policy_decide(p, &pr, &d);
+	assert_int_equal(d.action, ACTION_ALLOW);
+	assert_string_equal(d.rule, "unlisted-host");
+	assert_int_equal(d.list, POLICY_LIST_MODE);
+	/* An allowlisted address lifts the guard; the allowlist needs no body. */
+	assert_null(host_parse("198.18.7.7", 10, &h));
+	pr.method = "GET";
+	policy_decide(p, &pr, &d);
+	assert_int_equal(d.action, ACTION_ALLOW);
+	assert_int_equal(d.list, POLICY_LIST_ALLOWLIST);
+	assert_int_equal(d.body_matters, 0);
+	/* A name is decided as written; its addresses come later. */
+	assert_null(host_parse("example.com", 11, &h));
+	policy_decide(p, &pr, &d);
+	assert_string_equal(d.rule, "allow-methods");
+	assert_int_equal(d.list, POLICY_LIST_METHODS);
+	assert_int_equal(d.body_matters, 1);
+	policy_unref(p);
+}
+
 static void
 test_default_and_refs(void **state)
 {
@@ -707,6 +755,7 @@ main(void)
 	    cmocka_unit_test(test_decide_table),
 	    cmocka_unit_test(test_modes),
 	    cmocka_unit_test(test_address_guard),
+	    cmocka_unit_test(test_decide_one_call),
 	    cmocka_unit_test(test_default_and_refs),
 	    cmocka_unit_test(test_bad_list_file),
 	    cmocka_unit_test(test_websocket),

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "policy.h"
+#include "policy_int.h"
 
 struct url_scheme {
 	const char *name;

@@ -15,7 +15,7 @@
 
 #include <cmocka.h>
 
-#include "policy.h"
+#include "policy_int.h"
 #include "tsv.h"
 
 struct parse_case {

@@ -18,7 +18,7 @@
 
 #include <cmocka.h>
 
-#include "policy.h"
+#include "policy_int.h"
 
 static struct policy *
 doh_policy_lists(const char *allow, const char *block, const char *extra)

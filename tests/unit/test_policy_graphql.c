@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "policy.h"
+#include "policy_int.h"
 #include "tsv.h"
 
 static enum gql_op

@@ -1,7 +1,8 @@
 /*
  * What the files of policy/ share and their callers outside it do not
  * need: CIDR arithmetic, the matcher's lower-level calls, list files, the
- * DNS-over-HTTPS list, the GraphQL classifiers and the header kinds of a
+ * DNS-over-HTTPS list, the GraphQL classifiers, the compiled policy and
+ * the helpers its decision steps share, and the header kinds of a
  * request. The unit tests of policy/ include it too.
  */
 #ifndef POLICY_INT_H
@@ -56,6 +57,26 @@ const char *graphql_ws_proto_name(enum gql_ws_proto);
 int doh_match(const struct host *, const char **, const char **);
 size_t doh_count(void);
 const char *doh_check(void);
+
+/* policy.c */
+/* A compiled policy: read-only once policy_new returns. */
+struct policy {
+	int refcnt;
+	struct config *cfg;
+	struct domain_set *allow;
+	struct domain_set *block;
+	struct domain_set *passthrough;
+	char *warnings;
+};
+void policy_loc_format(const struct cfg_loc *, char *, size_t);
+void policy_reason(struct decision *, const char *, const char *);
+void policy_decision_set(struct decision *, enum policy_action, const char *, enum policy_list);
+void policy_violation(const struct policy *, struct decision *, const char *, enum policy_list,
+                      const struct cfg_loc *);
+
+/* practical.c */
+void practical_decide(const struct policy *, const struct policy_request *, struct decision *);
+void practical_upgrade(const struct policy *, const struct policy_request *, struct decision *);
 
 /* request.c */
 enum policy_header {

@@ -395,7 +395,7 @@ review_filter_match(const struct review_filter *f, const struct review_event *ev
  * that pass the filter tallied and handed to cb. -1 on a read error.
  */
 int
-review_scan(FILE *in, const struct review_opts *o, struct review_summary *s,
+review_scan(FILE *in, const struct review_opts *o, struct review_tally *s,
             void (*cb)(const struct review_event *, void *), void *arg)
 {
 	struct review_reader r;
@@ -412,14 +412,14 @@ review_scan(FILE *in, const struct review_opts *o, struct review_summary *s,
 		why = r.overlong ? "longer than 1 MiB"
 		                 : review_event_parse(&ev, r.line.data, r.line.len);
 		if (why != NULL) {
-			review_summary_bad(s, r.lineno, why);
+			review_tally_bad(s, r.lineno, why);
 			if (!r.overlong)
 				review_event_clear(&ev);
 			continue;
 		}
 		ev.line = r.lineno;
 		if (review_filter_match(&o->filter, &ev)) {
-			review_summary_add(s, &ev);
+			review_tally_add(s, &ev);
 			if (cb != NULL)
 				cb(&ev, arg);
 		}

@@ -557,10 +557,10 @@ expect_eq "$(openssl x509 -in "$T/dev-out.pem" -noout -fingerprint)" \
     "$(openssl x509 -in "$P/dev.pem" -noout -fingerprint)" "--ca-out exports the persistent CA"
 stop_egressd
 chmod 644 "$P/dev.key"
-run "$EGRESSD" --proxy "127.0.0.1:$(free_port)" --audit "$T/x.jsonl" --ca-cert "$P/dev.pem" --ca-key "$P/dev.key"
+run "$EGRESSD" --proxy "127.0.0.1:$(free_port)" --dns "127.0.0.1:$(free_port)" --audit "$T/x.jsonl" --ca-cert "$P/dev.pem" --ca-key "$P/dev.key"
 if [ "$RC" -ne 0 ]; then ok; else bad "a CA key readable by others must be refused"; fi
 expect_contains "$ERR" "chmod 600" "the refusal says how to fix it"
-run "$EGRESSD" --proxy "127.0.0.1:$(free_port)" --audit "$T/x.jsonl" --ca-cert "$P/dev.pem"
+run "$EGRESSD" --proxy "127.0.0.1:$(free_port)" --dns "127.0.0.1:$(free_port)" --audit "$T/x.jsonl" --ca-cert "$P/dev.pem"
 if [ "$RC" -ne 0 ]; then ok; else bad "--ca-cert without --ca-key must be refused"; fi
 
 finish

@@ -140,6 +140,7 @@ uint64_t time_mono_us(void);
 const char *sock_parse(const char *, int, struct sockaddr_storage *, socklen_t *);
 int sock_addr_is_loopback(const struct sockaddr_storage *);
 int sock_is_loopback(int);
+int sock_listen(const struct sockaddr_storage *, socklen_t, int, int);
 void sock_text(const struct sockaddr_storage *, char *, size_t);
 void sock_local_text(int, char *, size_t);
 int sock_inherited(const char *, int, int);

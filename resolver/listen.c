@@ -29,6 +29,7 @@
 #define DNS_LISTEN_TCP_INFLIGHT 64           /* queries of one connection waiting upstream */
 #define DNS_LISTEN_TCP_HIGH     (256 * 1024) /* stop reading past this much unsent */
 #define DNS_LISTEN_TCP_WRITE_S  10
+#define DNS_LISTEN_BACKLOG      128
 
 struct dns_listen_tcp {
 	TAILQ_ENTRY(dns_listen_tcp) entry;
@@ -67,24 +68,6 @@ struct dns_listen {
 	int batching;
 };
 
-static int
-dns_listen_socket(const struct sockaddr_storage *ss, socklen_t len, int type)
-{
-	int fd, one = 1;
-
-	fd = socket(ss->ss_family, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd == -1)
-		return -1;
-	if (type == SOCK_STREAM)
-		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-	if (bind(fd, (const struct sockaddr *)ss, len) == -1 ||
-	    (type == SOCK_STREAM && listen(fd, 128) == -1)) {
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
-
 /*
  * Bind UDP and TCP on spec (ADDR:PORT). With port 0 the UDP socket picks
  * the port and TCP takes the same one.
@@ -102,7 +85,7 @@ dns_listen_bind(const char *spec, int *udp, int *tcp, char *err, size_t errlen)
 		return -1;
 	}
 	for (i = 0; i < 20; i++) {
-		if ((*udp = dns_listen_socket(&ss, len, SOCK_DGRAM)) == -1)
+		if ((*udp = sock_listen(&ss, len, SOCK_DGRAM, 0)) == -1)
 			break;
 		if (((struct sockaddr_in *)&ss)->sin_port == 0) {
 			struct sockaddr_storage got;
@@ -111,13 +94,13 @@ dns_listen_bind(const char *spec, int *udp, int *tcp, char *err, size_t errlen)
 			getsockname(*udp, (struct sockaddr *)&got, &glen);
 			((struct sockaddr_in *)&ss)->sin_port =
 			    ((struct sockaddr_in *)&got)->sin_port;
-			if ((*tcp = dns_listen_socket(&ss, len, SOCK_STREAM)) != -1)
+			if ((*tcp = sock_listen(&ss, len, SOCK_STREAM, DNS_LISTEN_BACKLOG)) != -1)
 				return 0;
 			close(*udp);
 			((struct sockaddr_in *)&ss)->sin_port = 0;
 			continue;
 		}
-		if ((*tcp = dns_listen_socket(&ss, len, SOCK_STREAM)) != -1)
+		if ((*tcp = sock_listen(&ss, len, SOCK_STREAM, DNS_LISTEN_BACKLOG)) != -1)
 			return 0;
 		close(*udp);
 		break;

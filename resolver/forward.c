@@ -197,6 +197,25 @@ dns_forward_close_try(struct dns_forward_try *t)
 	}
 }
 
+/* Arm the question's timer for ms from now, meaning why when it fires. */
+static void
+dns_forward_arm(struct dns_forward_query *fq, uint64_t ms, const char *why)
+{
+	const struct resolver_clock *clk = &fq->fw->r->clock;
+
+	fq->timer_why = why;
+	clk->timer_add(clk->arg, fq->timer, ms);
+}
+
+/* Stop the question's timer. */
+static void
+dns_forward_disarm(struct dns_forward_query *fq)
+{
+	const struct resolver_clock *clk = &fq->fw->r->clock;
+
+	clk->timer_del(clk->arg, fq->timer);
+}
+
 /* Stop every try of the question, and its timer. */
 static void
 dns_forward_close_all(struct dns_forward_query *fq)
@@ -211,7 +230,7 @@ dns_forward_close_all(struct dns_forward_query *fq)
 		fq->tcp = NULL;
 	}
 	if (fq->timer != NULL)
-		evtimer_del(fq->timer);
+		dns_forward_disarm(fq);
 }
 
 static void
@@ -251,19 +270,9 @@ dns_forward_finish(struct dns_forward_query *fq, ldns_pkt *pkt, const char *err)
 static uint64_t
 dns_forward_left(const struct dns_forward_query *fq)
 {
-	uint64_t now = time_mono_ms();
+	uint64_t now = resolver_now_ms(fq->fw->r);
 
 	return now < fq->deadline ? fq->deadline - now : 0;
-}
-
-/* Arm the question's timer for ms from now, meaning why when it fires. */
-static void
-dns_forward_arm(struct dns_forward_query *fq, uint64_t ms, const char *why)
-{
-	struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000};
-
-	fq->timer_why = why;
-	evtimer_add(fq->timer, &tv);
 }
 
 /*
@@ -293,7 +302,7 @@ dns_forward_drop_try(struct dns_forward_query *fq, struct dns_forward_try *t)
 	dns_forward_close_try(t);
 	if (newest) {
 		fq->last = -1;
-		evtimer_del(fq->timer);
+		dns_forward_disarm(fq);
 	}
 	return newest;
 }
@@ -513,7 +522,7 @@ dns_forward_read_cb(evutil_socket_t fd, short what, void *arg)
 			log_debug("dns upstream: datagram ignored: %s", err);
 			continue;
 		}
-		dns_forward_rtt_sample(fq->fw, t->upstream, time_mono_us() - t->t_sent);
+		dns_forward_rtt_sample(fq->fw, t->upstream, resolver_now_us(fq->fw->r) - t->t_sent);
 		if (ldns_pkt_tc(pkt)) {
 			ldns_pkt_free(pkt);
 			dns_forward_tcp(fq, t);
@@ -567,7 +576,7 @@ dns_forward_send(struct dns_forward_query *fq, struct dns_forward_try *t)
 		t->fd = -1;
 		return -1;
 	}
-	t->t_sent = time_mono_us();
+	t->t_sent = resolver_now_us(fw->r);
 	fw->nopen++;
 	return 0;
 }
@@ -700,7 +709,7 @@ dns_forward_join(struct dns_forward *fw, const uint8_t *key, size_t key_len,
 		fq->timer = evtimer_new(fw->base, dns_forward_timer_cb, fq);
 		TAILQ_INIT(&fq->waiters);
 		fq->upstream = fw->pref % fw->conf.nupstream;
-		fq->deadline = time_mono_ms() + fw->conf.deadline_ms;
+		fq->deadline = resolver_now_ms(fw->r) + fw->conf.deadline_ms;
 		fq->next = *bucket;
 		*bucket = fq;
 		fw->npending++;

@@ -86,6 +86,29 @@ resolver_conf_resolv(struct resolver_conf *c, const char *path)
 	return c->nupstream == 0 ? "no nameserver line" : NULL;
 }
 
+static uint64_t
+resolver_clock_now_us(void *arg)
+{
+	return time_mono_us();
+}
+
+static void
+resolver_clock_timer_add(void *arg, struct event *ev, uint64_t ms)
+{
+	struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000};
+
+	evtimer_add(ev, &tv);
+}
+
+static void
+resolver_clock_timer_del(void *arg, struct event *ev)
+{
+	evtimer_del(ev);
+}
+
+static const struct resolver_clock resolver_clock_real = {
+    resolver_clock_now_us, resolver_clock_timer_add, resolver_clock_timer_del, NULL};
+
 struct resolver *
 resolver_new(struct event_base *base, const struct resolver_conf *conf, struct policy *p,
              struct audit *audit)
@@ -98,6 +121,7 @@ resolver_new(struct event_base *base, const struct resolver_conf *conf, struct p
 	r->policy = policy_ref(p);
 	r->gen = 1;
 	r->audit = audit;
+	r->clock = resolver_clock_real;
 	r->cache = dns_cache_new(conf->cache_entries, conf->cache_bytes);
 	r->fwd = dns_forward_new(r, base, conf);
 	TAILQ_INIT(&r->done);
@@ -119,6 +143,13 @@ resolver_free(struct resolver *r)
 	policy_unref(r->policy);
 	free(r->verdicts);
 	free(r);
+}
+
+/* Take time from c from now on: the engine tests' clock, set before any query. */
+void
+resolver_set_clock(struct resolver *r, const struct resolver_clock *c)
+{
+	r->clock = *c;
 }
 
 /* Swap in a new policy (SIGHUP): answers are filtered again on next use. */
@@ -386,7 +417,7 @@ resolver_query(struct resolver *r, const uint8_t *p, size_t len, struct resolver
 		resolver_reply_blocked(r, &q, c, d);
 		return;
 	}
-	now = time_mono_ms();
+	now = resolver_now_ms(r);
 	if ((e = dns_cache_get(r->cache, q.key, q.key_len, now)) != NULL) {
 		resolver_serve(r, &q, c, e, d, 1, now);
 		return;
@@ -496,7 +527,7 @@ resolver_waiter_answer(struct resolver *r, struct resolver_waiter *w, struct dns
 		resolver_audit(r, &w->q, &w->client, &d, DNS_MSG_SERVFAIL, 0, err);
 		return;
 	}
-	resolver_serve(r, &w->q, &w->client, e, &d, 0, time_mono_ms());
+	resolver_serve(r, &w->q, &w->client, e, &d, 0, resolver_now_ms(r));
 }
 
 /*
@@ -509,7 +540,7 @@ resolver_answered(struct resolver *r, const uint8_t *key, size_t key_len, ldns_p
 {
 	struct resolver_waiter *w;
 	struct dns_cache_entry *e = NULL, *tmp = NULL;
-	uint64_t now = time_mono_ms();
+	uint64_t now = resolver_now_ms(r);
 	uint8_t *raw;
 	size_t raw_len;
 	uint32_t ttl;
@@ -565,14 +596,14 @@ resolver_lookup(struct resolver *r, struct policy *p, const char *name, resolver
 			lk->err[i] = RESOLVER_E_NONAME;
 			continue;
 		}
-		if ((e = dns_cache_get(r->cache, key, key_len, time_mono_ms())) != NULL) {
+		if ((e = dns_cache_get(r->cache, key, key_len, resolver_now_ms(r))) != NULL) {
 			resolver_lookup_half(lk, i, e);
 			continue;
 		}
 		w = xcalloc(1, sizeof *w);
 		w->kind = RESOLVER_W_LOOKUP;
 		w->lk = lk;
-		w->t_start = time_mono_ms();
+		w->t_start = resolver_now_ms(r);
 		lk->w[i] = w;
 		if (dns_forward_join(r->fwd, key, key_len, w) == -1) {
 			free(w);

@@ -182,6 +182,20 @@ struct resolver_waiter {
 };
 TAILQ_HEAD(resolver_waiters, resolver_waiter);
 
+/*
+ * The resolver's time: a monotonic clock and the one kind of timer the
+ * resolver arms (an upstream question's). resolver_new() sets the real
+ * ones (CLOCK_MONOTONIC, libevent timers); the engine tests
+ * (tests/engine/) put a clock they move by hand in their place. The
+ * timeouts of TCP connections stay with libevent's own clock.
+ */
+struct resolver_clock {
+	uint64_t (*now_us)(void *);                          /* monotonic µs */
+	void (*timer_add)(void *, struct event *, uint64_t); /* fire ev in ms */
+	void (*timer_del)(void *, struct event *);
+	void *arg;
+};
+
 TAILQ_HEAD(resolver_lookups, resolver_lookup);
 struct resolver {
 	struct event_base *base;
@@ -194,11 +208,25 @@ struct resolver {
 	struct dns_listen *lst[2];          /* IPv4 and IPv6 listeners */
 	struct resolver_lookups done;       /* lookups whose callback is due */
 	struct resolver_verdicts *verdicts; /* recent names' decisions (resolver.c) */
+	struct resolver_clock clock;
 	uint8_t scratch[DNS_MSG_MAX + 2];
 };
 void resolver_query(struct resolver *, const uint8_t *, size_t, struct resolver_client *);
 void resolver_answered(struct resolver *, const uint8_t *, size_t, ldns_pkt *, const char *,
                        struct resolver_waiters *);
 void resolver_waiter_free(struct resolver_waiter *);
+void resolver_set_clock(struct resolver *, const struct resolver_clock *);
+
+static inline uint64_t
+resolver_now_us(const struct resolver *r)
+{
+	return r->clock.now_us(r->clock.arg);
+}
+
+static inline uint64_t
+resolver_now_ms(const struct resolver *r)
+{
+	return resolver_now_us(r) / 1000;
+}
 
 #endif

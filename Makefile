@@ -47,13 +47,13 @@ test: deps
 lint: deps
 	scripts/lint
 
-# Unit and integration suites under AddressSanitizer + UndefinedBehaviorSanitizer.
+# Unit, engine and integration suites under AddressSanitizer + UndefinedBehaviorSanitizer.
 sanitize: deps
 	cmake -S . -B build-asan $(CMAKE_FLAGS) -DEGRESS_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
 	cmake --build build-asan -j $(JOBS)
 	cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-		ctest --output-on-failure -j $(JOBS) -L 'unit|integration'
+		ctest --output-on-failure -j $(JOBS) -L 'unit|engine|integration'
 
 # libFuzzer targets (clang); each runs FUZZ_TIME seconds from its seed corpus.
 fuzz: deps

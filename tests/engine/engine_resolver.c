@@ -773,6 +773,316 @@ test_rto(void **state)
 	eng_stop(&h);
 }
 
+/*
+ * Malformed queries: FORMERR for a header whose question is missing;
+ * nothing back for a response sent to the resolver, or for bytes short
+ * of a header. Each is audited as a block with rule malformed-query.
+ */
+static void
+test_malformed_query(void **state)
+{
+	static const uint8_t no_question[12] = {0x42, 0x42, 0x01, 0, 0, 1, 0, 0, 0, 0, 0, 0};
+	static const uint8_t response[12] = {0x43, 0x43, 0x81, 0x80, 0, 0, 0, 0, 0, 0, 0, 0};
+	struct eng h;
+	ldns_pkt *pkt;
+	json_t *j;
+
+	eng_init(&h);
+	eng_start(&h);
+	eng_client_send(&h, no_question, sizeof no_question);
+	pkt = eng_client_recv(&h);
+	assert_int_equal(ldns_pkt_id(pkt), 0x4242);
+	assert_int_equal(ldns_pkt_get_rcode(pkt), LDNS_RCODE_FORMERR);
+	ldns_pkt_free(pkt);
+	j = eng_audit_expect(&h, "", "block", "FORMERR", 0);
+	assert_string_equal(eng_field(j, "rule"), "malformed-query");
+	assert_string_equal(eng_field(j, "source"), "builtin");
+	assert_true(strlen(eng_field(j, "error")) > 0);
+	json_decref(j);
+
+	eng_client_send(&h, response, sizeof response);
+	eng_client_none(&h);
+	j = eng_audit_expect(&h, "", "block", "", 0);
+	assert_string_equal(eng_field(j, "rule"), "malformed-query");
+	json_decref(j);
+
+	eng_client_send(&h, response, 5);
+	eng_client_none(&h);
+	j = eng_audit_expect(&h, "", "block", "", 0);
+	assert_string_equal(eng_field(j, "rule"), "malformed-query");
+	json_decref(j);
+	eng_quiet(&h);
+	eng_stop(&h);
+}
+
+/* In off mode nothing resolves: REFUSED with EDE 15, nothing upstream. */
+static void
+test_off_mode(void **state)
+{
+	struct eng h;
+	ldns_pkt *pkt;
+	char text[256];
+	json_t *j;
+
+	eng_init(&h);
+	h.yaml = "version: 1\n"
+	         "network:\n"
+	         "  mode: off\n"
+	         "  inheritGlobal: false\n";
+	eng_start(&h);
+	eng_ask(&h, WWW, LDNS_RR_TYPE_A);
+	pkt = eng_client_recv(&h);
+	assert_int_equal(ldns_pkt_get_rcode(pkt), LDNS_RCODE_REFUSED);
+	assert_int_equal(eng_ede(pkt, text, sizeof text), 15);
+	ldns_pkt_free(pkt);
+	j = eng_audit_expect(&h, WWW, "block", "REFUSED", 0);
+	json_decref(j);
+	eng_quiet(&h);
+	eng_stop(&h);
+}
+
+/*
+ * A negative answer is kept for the SOA's TTL or its MINIMUM, whichever
+ * is smaller (RFC 2308): 45 s here, and not a millisecond more.
+ */
+static void
+test_negative_cache(void **state)
+{
+	static const char *const soa[] = {
+	    "example.test. 600 IN SOA ns.example.test. a.example.test. 1 2 3 4 45", NULL};
+	struct eng h;
+	struct eng_query q;
+	uint8_t b[1024];
+	ldns_pkt *pkt;
+	char text[256];
+	json_t *j;
+	size_t len;
+
+	eng_init(&h);
+	eng_start(&h);
+	eng_ask(&h, "none.example.test", LDNS_RR_TYPE_A);
+	eng_up_recv(&h, 0, &q);
+	len = eng_answer_wire(&q, LDNS_RCODE_NXDOMAIN, NULL, soa, 0, b, sizeof b);
+	eng_up_send(&h, &q, b, len);
+	eng_query_free(&q);
+	pkt = eng_client_recv(&h);
+	assert_int_equal(ldns_pkt_get_rcode(pkt), LDNS_RCODE_NXDOMAIN);
+	assert_int_equal(eng_ede(pkt, text, sizeof text), -1);
+	ldns_pkt_free(pkt);
+	j = eng_audit_expect(&h, "none.example.test", "allow", "NXDOMAIN", 0);
+	json_decref(j);
+
+	eng_advance(&h, 44 * 1000 + 999);
+	eng_ask(&h, "none.example.test", LDNS_RR_TYPE_A);
+	pkt = eng_client_recv(&h);
+	assert_int_equal(ldns_pkt_get_rcode(pkt), LDNS_RCODE_NXDOMAIN);
+	ldns_pkt_free(pkt);
+	j = eng_audit_expect(&h, "none.example.test", "allow", "NXDOMAIN", 1);
+	json_decref(j);
+	eng_quiet(&h);
+
+	eng_advance(&h, 1);
+	eng_ask(&h, "none.example.test", LDNS_RR_TYPE_A);
+	eng_up_recv(&h, 0, &q);
+	eng_query_free(&q);
+	eng_client_none(&h);
+	eng_stop(&h); /* with the question still out: resolver_free ends it */
+}
+
+/*
+ * An answer larger than a client without EDNS can take (512 bytes) goes
+ * back truncated, without records; the client asks again over TCP and
+ * gets it whole, from the cache.
+ */
+static void
+test_truncated_to_client(void **state)
+{
+	const char *an[41];
+	char lines[40][64], got[1024];
+	struct eng h;
+	struct eng_query q;
+	ldns_pkt *pkt;
+	json_t *j;
+	int i, fd;
+
+	for (i = 0; i < 40; i++) {
+		snprintf(lines[i], sizeof lines[i], WWW ". 300 IN A 93.184.216.%d", i + 1);
+		an[i] = lines[i];
+	}
+	an[40] = NULL;
+	eng_init(&h);
+	h.edns = 0;
+	eng_start(&h);
+	eng_ask(&h, WWW, LDNS_RR_TYPE_A);
+	eng_up_recv(&h, 0, &q);
+	eng_up_answer(&h, &q, LDNS_RCODE_NOERROR, an, 0);
+	eng_query_free(&q);
+	pkt = eng_client_recv(&h);
+	assert_true(ldns_pkt_tc(pkt));
+	assert_int_equal(ldns_pkt_get_rcode(pkt), LDNS_RCODE_NOERROR);
+	assert_int_equal(ldns_pkt_ancount(pkt), 0);
+	ldns_pkt_free(pkt);
+	j = eng_audit_expect(&h, WWW, "allow", "NOERROR", 0);
+	json_decref(j);
+
+	fd = eng_tcp_open(&h);
+	eng_tcp_ask(&h, fd, WWW, LDNS_RR_TYPE_A);
+	pkt = eng_tcp_recv(&h, fd);
+	assert_false(ldns_pkt_tc(pkt));
+	assert_int_equal(ldns_pkt_ancount(pkt), 40);
+	eng_addrs(pkt, got, sizeof got);
+	assert_true(strncmp(got, "93.184.216.1 93.184.216.2 ", 26) == 0);
+	ldns_pkt_free(pkt);
+	j = eng_audit_expect(&h, WWW, "allow", "NOERROR", 1);
+	assert_string_equal(eng_field(j, "scheme"), "tcp");
+	json_decref(j);
+	close(fd);
+	eng_quiet(&h);
+	eng_stop(&h);
+}
+
+/*
+ * A TCP client that shuts its side after asking still gets its answer,
+ * then the resolver closes the connection.
+ */
+static void
+test_tcp_half_close(void **state)
+{
+	struct eng h;
+	struct eng_query q;
+	ldns_pkt *pkt;
+	uint8_t b[16];
+	json_t *j;
+	uint16_t id;
+	int fd;
+
+	eng_init(&h);
+	eng_start(&h);
+	fd = eng_tcp_open(&h);
+	id = eng_tcp_ask(&h, fd, WWW, LDNS_RR_TYPE_A);
+	assert_int_equal(shutdown(fd, SHUT_WR), 0);
+	eng_up_recv(&h, 0, &q);
+	eng_settle(&h);
+	eng_up_answer(&h, &q, LDNS_RCODE_NOERROR, an_www, 0);
+	eng_query_free(&q);
+	pkt = eng_tcp_recv(&h, fd);
+	assert_int_equal(ldns_pkt_id(pkt), id);
+	ldns_pkt_free(pkt);
+	eng_wait(&h, fd);
+	assert_int_equal(recv(fd, b, sizeof b, 0), 0);
+	j = eng_audit_expect(&h, WWW, "allow", "NOERROR", 0);
+	json_decref(j);
+	close(fd);
+	eng_quiet(&h);
+	eng_stop(&h);
+}
+
+/*
+ * A TCP client gone (reset) while its query is out: its query is dropped
+ * without an answer or an audit line, and the question goes on to fill
+ * the cache for the next client.
+ */
+static void
+test_tcp_client_gone(void **state)
+{
+	struct linger lg = {1, 0};
+	struct eng h;
+	struct eng_query q;
+	ldns_pkt *pkt;
+	json_t *j;
+	int fd;
+
+	eng_init(&h);
+	eng_start(&h);
+	fd = eng_tcp_open(&h);
+	eng_tcp_ask(&h, fd, WWW, LDNS_RR_TYPE_A);
+	eng_up_recv(&h, 0, &q);
+	assert_int_equal(setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg), 0);
+	close(fd); /* a reset */
+	eng_settle(&h);
+	eng_up_answer(&h, &q, LDNS_RCODE_NOERROR, an_www, 0);
+	eng_query_free(&q);
+	eng_quiet(&h);
+
+	eng_ask(&h, WWW, LDNS_RR_TYPE_A);
+	pkt = eng_client_recv(&h);
+	assert_int_equal(ldns_pkt_get_rcode(pkt), LDNS_RCODE_NOERROR);
+	ldns_pkt_free(pkt);
+	j = eng_audit_expect(&h, WWW, "allow", "NOERROR", 1);
+	json_decref(j);
+	eng_quiet(&h);
+	eng_stop(&h);
+}
+
+/* A truncated answer whose upstream refuses TCP moves on to the next upstream. */
+static void
+test_upstream_tcp_refused(void **state)
+{
+	struct eng h;
+	struct eng_query q0, q1;
+	ldns_pkt *pkt;
+	json_t *j;
+
+	eng_init(&h);
+	h.nup = 2;
+	eng_start(&h);
+	close(h.up[0].tcp);
+	h.up[0].tcp = -1;
+	eng_ask(&h, WWW, LDNS_RR_TYPE_A);
+	eng_up_recv(&h, 0, &q0);
+	eng_up_answer(&h, &q0, LDNS_RCODE_NOERROR, NULL, 1);
+	eng_up_recv(&h, 1, &q1);
+	eng_up_answer(&h, &q1, LDNS_RCODE_NOERROR, an_www, 0);
+	pkt = eng_client_recv(&h);
+	assert_int_equal(ldns_pkt_get_rcode(pkt), LDNS_RCODE_NOERROR);
+	ldns_pkt_free(pkt);
+	j = eng_audit_expect(&h, WWW, "allow", "NOERROR", 0);
+	json_decref(j);
+	eng_query_free(&q0);
+	eng_query_free(&q1);
+	eng_quiet(&h);
+	eng_stop(&h);
+}
+
+/* Past max_pending questions in flight, a new one gets SERVFAIL with EDE 23 at once. */
+static void
+test_too_many_pending(void **state)
+{
+	struct eng h;
+	struct eng_query q;
+	ldns_pkt *pkt;
+	char text[256];
+	json_t *j;
+	uint16_t id;
+
+	eng_init(&h);
+	h.conf.max_pending = 1;
+	eng_start(&h);
+	eng_ask(&h, WWW, LDNS_RR_TYPE_A);
+	eng_up_recv(&h, 0, &q);
+	id = eng_ask(&h, "b.example.test", LDNS_RR_TYPE_A);
+	pkt = eng_client_recv(&h);
+	assert_int_equal(ldns_pkt_id(pkt), id);
+	assert_int_equal(ldns_pkt_get_rcode(pkt), LDNS_RCODE_SERVFAIL);
+	assert_int_equal(eng_ede(pkt, text, sizeof text), 23);
+	assert_string_equal(text, "too many questions in flight");
+	ldns_pkt_free(pkt);
+	j = eng_audit_expect(&h, "b.example.test", "allow", "SERVFAIL", 0);
+	assert_string_equal(eng_field(j, "error"), "too many questions in flight");
+	json_decref(j);
+	eng_quiet(&h);
+
+	eng_up_answer(&h, &q, LDNS_RCODE_NOERROR, an_www, 0);
+	pkt = eng_client_recv(&h);
+	assert_int_equal(ldns_pkt_get_rcode(pkt), LDNS_RCODE_NOERROR);
+	ldns_pkt_free(pkt);
+	j = eng_audit_expect(&h, WWW, "allow", "NOERROR", 0);
+	json_decref(j);
+	eng_query_free(&q);
+	eng_quiet(&h);
+	eng_stop(&h);
+}
+
 struct eng_lookup {
 	int called;
 	int err;
@@ -876,6 +1186,39 @@ test_lookup(void **state)
 	eng_stop(&h);
 }
 
+/* A cancelled lookup never calls back; its questions still fill the cache. */
+static void
+test_lookup_cancel(void **state)
+{
+	static const char *const a4[] = {WWW ". 300 IN A 93.184.216.34", NULL};
+	static const char *const a6[] = {WWW ". 300 IN AAAA 2606:2800:220:1::1", NULL};
+	struct eng h;
+	struct eng_query q4, q6;
+	struct eng_lookup l;
+	struct resolver_lookup *lk;
+
+	eng_init(&h);
+	eng_start(&h);
+	memset(&l, 0, sizeof l);
+	lk = resolver_lookup(h.r, h.policy, WWW, eng_lookup_cb, &l);
+	assert_non_null(lk);
+	eng_up_recv(&h, 0, &q4);
+	eng_up_recv(&h, 0, &q6);
+	resolver_lookup_cancel(lk);
+	eng_up_answer(&h, &q4, LDNS_RCODE_NOERROR, a4, 0);
+	eng_up_answer(&h, &q6, LDNS_RCODE_NOERROR, a6, 0);
+	eng_settle(&h);
+	assert_int_equal(l.called, 0);
+	eng_query_free(&q4);
+	eng_query_free(&q6);
+
+	assert_null(resolver_lookup(h.r, h.policy, WWW, eng_lookup_cb, &l));
+	assert_int_equal(l.called, 1);
+	assert_string_equal(l.addrs, "93.184.216.34 2606:2800:220:1::1");
+	eng_quiet(&h);
+	eng_stop(&h);
+}
+
 int
 main(void)
 {
@@ -897,7 +1240,16 @@ main(void)
 	    cmocka_unit_test(test_coalesce),
 	    cmocka_unit_test(test_policy_swap),
 	    cmocka_unit_test(test_rto),
+	    cmocka_unit_test(test_malformed_query),
+	    cmocka_unit_test(test_off_mode),
+	    cmocka_unit_test(test_negative_cache),
+	    cmocka_unit_test(test_truncated_to_client),
+	    cmocka_unit_test(test_tcp_half_close),
+	    cmocka_unit_test(test_tcp_client_gone),
+	    cmocka_unit_test(test_upstream_tcp_refused),
+	    cmocka_unit_test(test_too_many_pending),
 	    cmocka_unit_test(test_lookup),
+	    cmocka_unit_test(test_lookup_cancel),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

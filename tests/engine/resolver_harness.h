@@ -11,7 +11,8 @@
  * - h->nup upstreams: each a UDP socket and a TCP listener on one
  *   loopback port the test holds, given to the resolver as its upstreams
  *   in that order;
- * - a client: one UDP socket of the test's; eng_tcp_open() opens TCP ones;
+ * - a client: one UDP socket of the test's, asking with EDNS (h->edns,
+ *   1232 bytes; 0 for none); eng_tcp_open() opens TCP ones;
  * - time: the resolver reads h->now (µs) through its clock seam
  *   (struct resolver_clock), and its timers are kept in h->timers instead
  *   of libevent's. Only eng_advance(h, ms) moves the time, firing the
@@ -113,7 +114,8 @@ struct eng {
 	int audit_rd;
 	char audit_buf[65536];
 	size_t audit_len;
-	int client; /* UDP, connected to the resolver */
+	int client;    /* UDP, connected to the resolver */
+	uint16_t edns; /* the clients' EDNS size, 0 for none */
 	struct sockaddr_storage dns;
 	socklen_t dns_len;
 	struct eng_up up[ENG_UPSTREAMS];
@@ -236,6 +238,7 @@ eng_init(struct eng *h)
 	h->conf.deadline_ms = 4000;
 	h->now = ENG_T0;
 	h->next_id = 0x100;
+	h->edns = 1232;
 	h->client = h->audit_rd = -1;
 }
 
@@ -323,7 +326,7 @@ eng_stop(struct eng *h)
 	policy_unref(h->policy);
 }
 
-/* A client's query for name (no final dot), with EDNS (1232 bytes) and RD. */
+/* A client's query for name (no final dot), with RD, and EDNS unless h->edns is 0. */
 static ENG_UNUSED size_t
 eng_query_wire(struct eng *h, const char *name, ldns_rr_type t, uint16_t *id, uint8_t *out,
                size_t cap)
@@ -336,7 +339,8 @@ eng_query_wire(struct eng *h, const char *name, ldns_rr_type t, uint16_t *id, ui
 	                 LDNS_STATUS_OK);
 	*id = h->next_id++;
 	ldns_pkt_set_id(pkt, *id);
-	ldns_pkt_set_edns_udp_size(pkt, 1232);
+	if (h->edns > 0)
+		ldns_pkt_set_edns_udp_size(pkt, h->edns);
 	assert_int_equal(ldns_pkt2wire(&wire, pkt, &len), LDNS_STATUS_OK);
 	assert_true(len <= cap);
 	memcpy(out, wire, len);
@@ -355,6 +359,13 @@ eng_ask(struct eng *h, const char *name, ldns_rr_type t)
 
 	assert_int_equal(send(h->client, q, len, 0), (ssize_t)len);
 	return id;
+}
+
+/* The client sends bytes of its own (a malformed query). */
+static ENG_UNUSED void
+eng_client_send(struct eng *h, const uint8_t *msg, size_t len)
+{
+	assert_int_equal(send(h->client, msg, len, 0), (ssize_t)len);
 }
 
 /* The client's next answer over UDP, parsed (to free with ldns_pkt_free). */

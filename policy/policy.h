@@ -303,6 +303,7 @@ struct config *config_load_files(const struct config_file *, size_t, struct buf 
 struct config *config_load_texts(const struct config_text *, size_t, struct buf *);
 void config_ignored_text(const struct cfg_ignored *, struct buf *);
 void config_note_text(const struct cfg_note *, struct buf *);
+void config_wrapper_dump(const struct config *, struct buf *);
 const char *config_permission_name(enum config_permission);
 struct config *config_load_mem(const char *, const char *, size_t, struct buf *);
 void config_free(struct config *);

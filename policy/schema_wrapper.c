@@ -551,3 +551,73 @@ config_note_text(const struct cfg_note *n, struct buf *out)
 {
 	buf_printf(out, "%s has no effect here: %s", n->key, n->text);
 }
+
+/* A value for the dump: quotes, backslashes and control bytes escaped, nothing cut. */
+static void
+schema_wrapper_escape(struct buf *out, const char *s)
+{
+	for (; *s != '\0'; s++) {
+		if (*s == '"' || *s == '\\')
+			buf_printf(out, "\\%c", *s);
+		else if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			buf_printf(out, "\\x%02x", (unsigned char)*s);
+		else
+			buf_addc(out, *s);
+	}
+}
+
+/*
+ * The wrapper settings some file set, one "section.key: value  # FILE:LINE"
+ * line each, in table order (for opencode-sandbox --dry-run).
+ */
+void
+config_wrapper_dump(const struct config *cfg, struct buf *out)
+{
+	const struct schema_key *k;
+	const struct cfg_list *l;
+	const struct cfg_loc *loc;
+	const char *name, *s;
+	size_t i, j;
+
+	for (i = 0; i < schema_wrapper_nkeys; i++) {
+		k = &schema_wrapper_keys[i];
+		if (!k->wrapper)
+			continue;
+		for (j = 0; j < i && schema_wrapper_keys[j].off != k->off; j++)
+			;
+		if (j < i)
+			continue;
+		name = k->full != NULL ? k->full : k->key;
+		if (k->type == SCHEMA_LIST) {
+			l = (const struct cfg_list *)((const char *)cfg + k->off);
+			if (!l->set)
+				continue;
+			loc = &l->loc;
+			buf_printf(out, "%s: [", name);
+			for (j = 0; j < l->n; j++) {
+				buf_adds(out, j > 0 ? ", \"" : "\"");
+				schema_wrapper_escape(out, l->items[j].value);
+				buf_addc(out, '"');
+			}
+			buf_addc(out, ']');
+		} else {
+			loc = (const struct cfg_loc *)((const char *)cfg + k->loc_off);
+			if (loc->line == 0)
+				continue;
+			buf_printf(out, "%s: ", name);
+			if (k->type == SCHEMA_STRING) {
+				s = *(char *const *)((const char *)cfg + k->off);
+				buf_addc(out, '"');
+				schema_wrapper_escape(out, s);
+				buf_addc(out, '"');
+			} else if (k->type == SCHEMA_ENUM)
+				buf_adds(out, k->names[*(const int *)((const char *)cfg + k->off)]);
+			else
+				buf_adds(out, *(const int *)((const char *)cfg + k->off) ? "true"
+				                                                         : "false");
+		}
+		buf_adds(out, "  # ");
+		schema_wrapper_escape(out, loc->file != NULL ? loc->file : "builtin");
+		buf_printf(out, ":%u\n", loc->line);
+	}
+}

@@ -25,6 +25,8 @@ const char *
 conf_role_name(enum conf_role r)
 {
 	switch (r) {
+	case CONF_DEFAULTS:
+		return "defaults";
 	case CONF_GLOBAL:
 		return "global";
 	case CONF_PROJECT:
@@ -189,6 +191,18 @@ conf_discover(struct conf *c, const struct host_args *a, const char *project, st
 	size_t i, len;
 	int rc;
 
+	/*
+	 * The wrapper's defaults (seed 003 §7.2): practical mode and empty
+	 * lists, like the image's own policy. A layer of its own, so that the
+	 * embedded policy's lists, which apply only when no file is given,
+	 * never come and go with the files a run happens to have.
+	 */
+	conf_add_text(c, CONF_DEFAULTS, "(defaults)",
+	              xstrdup("version: 1\nnetwork:\n  mode: practical\n  blocklist: []\n"
+	                      "  allowlist: []\n"),
+	              strlen("version: 1\nnetwork:\n  mode: practical\n  blocklist: []\n"
+	                     "  allowlist: []\n"),
+	              0);
 	global = host_xdg("XDG_CONFIG_HOME", ".config");
 	path = xasprintf("%s/opencode-sandbox/config.yaml", global);
 	free(global);
@@ -327,6 +341,7 @@ static int
 conf_rank(const struct conf_file *f)
 {
 	switch (f->role) {
+	case CONF_DEFAULTS:
 	case CONF_GLOBAL:
 		return 0;
 	case CONF_SEED:

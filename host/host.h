@@ -81,6 +81,7 @@ void args_usage(FILE *, const char *);
 
 /* conf.c: finding, reading and merging the configuration files */
 enum conf_role {
+	CONF_DEFAULTS,  /* the wrapper's defaults, below every file */
 	CONF_GLOBAL,    /* $XDG_CONFIG_HOME/opencode-sandbox/config.yaml */
 	CONF_PROJECT,   /* the nearest .opencode-sandbox.yaml, from the project up */
 	CONF_SEED,      /* <project>/.opencode/sandbox.json (seed 000) */
@@ -216,6 +217,7 @@ struct host_plan {
 	size_t nenv;
 	struct strv publish; /* "127.0.0.1:PORT:PORT" */
 	struct strv init;    /* sandbox-init's options */
+	struct strv notes;   /* what was left out of the mounts, and why */
 	struct strv oc;      /* "opencode" and its arguments */
 	struct strv argv;    /* the whole command */
 };
@@ -238,8 +240,7 @@ int plan_serve_ports(const struct strv *, struct strv *, int *);
 /* mounts.c: path safety and what the container sees of the host */
 const char *mounts_check_project(const char *, char *, size_t);
 const char *mounts_check_source(const char *, int);
-int mounts_host_config(struct host_plan *, const struct config *, const char *, const char *,
-                       struct buf *);
+void mounts_host_config(struct host_plan *, const struct config *, const char *, const char *);
 int mounts_extra(struct host_plan *, const struct config *, struct buf *);
 int mounts_stage(const struct host_plan *, uid_t, gid_t, int, struct buf *);
 

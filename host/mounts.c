@@ -146,7 +146,7 @@ mounts_name_cmp(const void *a, const void *b)
 
 /* Each entry of the host's OpenCode config directory, read-only, in name order. */
 static void
-mounts_config_dir(struct host_plan *p, const char *dir, struct buf *notes)
+mounts_config_dir(struct host_plan *p, const char *dir)
 {
 	char abs[PATH_MAX], *path, *target;
 	struct strv names;
@@ -174,7 +174,7 @@ mounts_config_dir(struct host_plan *p, const char *dir, struct buf *notes)
 		else
 			err = mounts_check_source(abs, 1);
 		if (err != NULL)
-			buf_printf(notes, "%s: not mounted: %s\n", path, err);
+			strv_addf(&p->notes, "%s: not mounted: %s", path, err);
 		else {
 			target = xasprintf("%s/.config/opencode/%s", HOST_HOME, names.v[i]);
 			plan_mount(p, abs, target, 1, "your OpenCode config, read-only");
@@ -187,18 +187,18 @@ mounts_config_dir(struct host_plan *p, const char *dir, struct buf *notes)
 
 /*
  * The host's OpenCode config and credentials and ~/.gitconfig, as the
- * configuration allows; notes collects what was left out and why.
+ * configuration allows; the plan's notes say what was left out and why.
  */
-int
+void
 mounts_host_config(struct host_plan *p, const struct config *cfg, const char *config_dir,
-                   const char *data_dir, struct buf *notes)
+                   const char *data_dir)
 {
 	const struct config_wrapper *w = &cfg->wrapper;
 	char abs[PATH_MAX], *path;
 	struct stat st;
 
 	if (!w->opencode_mount_host_config_loc.line || w->opencode_mount_host_config)
-		mounts_config_dir(p, config_dir, notes);
+		mounts_config_dir(p, config_dir);
 	if (!w->opencode_mount_host_data_loc.line || w->opencode_mount_host_data) {
 		path = xasprintf("%s/auth.json", data_dir);
 		if (realpath(path, abs) != NULL && stat(abs, &st) == 0 && S_ISREG(st.st_mode) &&
@@ -212,7 +212,6 @@ mounts_host_config(struct host_plan *p, const struct config *cfg, const char *co
 	    mounts_check_resolved(abs) == NULL)
 		plan_mount(p, abs, HOST_HOME "/.gitconfig", 1, "your git identity, read-only");
 	free(path);
-	return 0;
 }
 
 /* project.extraMounts: "SOURCE:TARGET:ro|rw", each source checked like the project. */

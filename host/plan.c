@@ -73,6 +73,7 @@ plan_free(struct host_plan *p)
 	free(p->env);
 	strv_free(&p->publish);
 	strv_free(&p->init);
+	strv_free(&p->notes);
 	strv_free(&p->oc);
 	strv_free(&p->argv);
 }
@@ -289,13 +290,13 @@ plan_mounts(struct host_plan *p, const struct config *full, const struct host_st
 	           "this project's prompt history (kept between runs)");
 	free(a);
 	free(b);
-	mounts_host_config(p, full, oc_config, oc_data, err);
+	mounts_host_config(p, full, oc_config, oc_data);
 	return mounts_extra(p, full, err);
 }
 
 /*
- * The plan from the effective configuration. full is every file merged,
- * trusted the trusted ones alone.
+ * The plan from the effective configuration (every file merged), for the
+ * runtime runtime_select chose.
  */
 int
 plan_build(struct host_plan *p, const struct host_args *a, const struct config *full,
@@ -307,18 +308,6 @@ plan_build(struct host_plan *p, const struct host_args *a, const struct config *
 	char rnd[9];
 	int port = 0;
 
-	memset(p, 0, sizeof *p);
-	if (runtime_select(p, a->runtime, err) == -1) {
-		if (!a->dry_run)
-			return -1;
-		/* A plan can still be shown: say which runtime is missing. */
-		fprintf(stderr, HOST_PROG ": %s\n", buf_cstr(err));
-		buf_reset(err);
-		p->rt_path = xstrdup(a->runtime != NULL ? a->runtime : "podman");
-		p->rt = strstr(p->rt_path, "docker") != NULL      ? HOST_RT_DOCKER
-		        : strstr(p->rt_path, "container") != NULL ? HOST_RT_APPLE
-		                                                  : HOST_RT_PODMAN;
-	}
 	p->image = xstrdup(w->image_name != NULL               ? w->image_name
 	                   : image != NULL && image[0] != '\0' ? image
 	                                                       : HOST_DEFAULT_IMAGE);

@@ -163,6 +163,8 @@ report_plan(const struct host_plan *p, const struct config *full, const struct c
 		fprintf(f, "\nnot taken, or without effect:\n");
 		report_indent(f, buf_cstr(&b));
 	}
+	for (i = 0; i < p->notes.n; i++)
+		fprintf(f, "%s%s\n", i == 0 ? "\nleft out:\n  " : "  ", p->notes.v[i]);
 	fprintf(f, "\nmounts:\n");
 	for (i = 0; i < p->nmounts; i++)
 		fprintf(f, "  %s -> %s (%s; %s)\n", p->mounts[i].source, p->mounts[i].target,

@@ -54,7 +54,8 @@ run_state(struct run *r)
 
 	memset(&own, 0, sizeof own);
 	for (i = 0; i < r->conf.n; i++)
-		if (r->conf.files[i].role == CONF_GLOBAL || r->conf.files[i].role == CONF_FLAG)
+		if (r->conf.files[i].role == CONF_DEFAULTS ||
+		    r->conf.files[i].role == CONF_GLOBAL || r->conf.files[i].role == CONF_FLAG)
 			conf_add_text(&own, r->conf.files[i].role, r->conf.files[i].path,
 			              xstrndup(r->conf.files[i].data, r->conf.files[i].len),
 			              r->conf.files[i].len, 0);
@@ -279,6 +280,8 @@ run_say_notes(const struct run *r)
 	buf_reset(&b);
 	for (i = 0; i < r->providers.notes.n; i++)
 		fprintf(stderr, HOST_PROG ": provider %s\n", r->providers.notes.v[i]);
+	for (i = 0; i < r->plan.notes.n; i++)
+		fprintf(stderr, HOST_PROG ": %s\n", r->plan.notes.v[i]);
 	if (r->providers.names.n > 0) {
 		fprintf(stderr, HOST_PROG ": model providers allowlisted:");
 		for (i = 0; i < r->providers.names.n; i++)
@@ -356,6 +359,19 @@ run_main(struct host_args *a)
 	if (run_state(&r) == -1 || run_consent(&r) == -1 || run_providers(&r) == -1 ||
 	    run_load(&r) == -1)
 		goto out;
+	buf_reset(&errs);
+	if (runtime_select(&r.plan, a->runtime, &errs) == -1) {
+		run_error(buf_cstr(&errs));
+		if (!a->dry_run) {
+			rc = HOST_EXIT_RUNTIME;
+			goto out;
+		}
+		/* A plan can still be shown, for the runtime that is missing. */
+		r.plan.rt_path = xstrdup(a->runtime != NULL ? a->runtime : "podman");
+		r.plan.rt = strstr(r.plan.rt_path, "docker") != NULL      ? HOST_RT_DOCKER
+		            : strstr(r.plan.rt_path, "container") != NULL ? HOST_RT_APPLE
+		                                                          : HOST_RT_PODMAN;
+	}
 	buf_reset(&errs);
 	if (plan_build(&r.plan, a, r.full, &r.conf, &r.providers, &r.state, r.project, r.oc_config,
 	               r.oc_data, &errs) == -1) {

@@ -117,8 +117,13 @@ conf_read_project(const char *dir, const char *sub, const char *name, char **dat
 		return 1;
 	}
 	sfd = dfd;
-	if (sub != NULL &&
-	    (sfd = openat(dfd, sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) == -1) {
+	if (sub != NULL && fstatat(dfd, sub, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISLNK(st.st_mode)) {
+		sfd = -1;
+		errno = ELOOP;
+	} else if (sub != NULL)
+		sfd = openat(dfd, sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (sfd == -1) {
 		rc = errno == ENOENT || errno == ENOTDIR ? 1 : -1;
 		if (errno == ELOOP)
 			buf_printf(errs,

@@ -27,30 +27,31 @@ struct args_flag {
 	const char *name;
 	enum args_kind kind;
 	size_t off;
+	const char *value; /* what the value is, for the help; NULL: none */
 	const char *help;
 };
 
 #define A(field) offsetof(struct host_args, field)
 
 static const struct args_flag args_flags[] = {
-    {"config", ARGS_LIST, A(configs), "FILE  a trusted configuration file (repeatable)"},
-    {"runtime", ARGS_STRING, A(runtime), "NAME  podman, docker or container"},
-    {"image", ARGS_STRING, A(image), "NAME  the sandbox image"},
-    {"network-mode", ARGS_STRING, A(mode), "MODE  practical, strict or off"},
-    {"readonly", ARGS_BOOL, A(readonly), "      mount the project read-only"},
-    {"cpus", ARGS_STRING, A(cpus), "N     CPUs for the container"},
-    {"memory", ARGS_STRING, A(memory), "SIZE  memory for the container (4g, 512m)"},
-    {"allow", ARGS_LIST, A(allow), "HOST  allowlist a host for this run (repeatable)"},
-    {"upstream-ca", ARGS_STRING, A(upstream_ca),
-     "FILE  a CA certificate (PEM) upstreams may be signed by"},
-    {"no-providers", ARGS_BOOL, A(no_providers), "      do not allowlist the model providers"},
-    {"accept-policy-changes", ARGS_BOOL, A(accept_changes),
-     "      accept the project's changed policy files"},
-    {"dry-run", ARGS_BOOL, A(dry_run), "      print the plan; run nothing"},
-    {"print-command", ARGS_BOOL, A(print_command),
-     "      print the container command (secrets redacted)"},
-    {"keep", ARGS_BOOL, A(keep), "      keep the container and the run's scratch files"},
-    {"debug", ARGS_BOOL, A(debug), "      verbose sandbox-init and egressd"},
+    {"config", ARGS_LIST, A(configs), "FILE", "a trusted configuration file (repeatable)"},
+    {"runtime", ARGS_STRING, A(runtime), "NAME", "podman, docker or container"},
+    {"image", ARGS_STRING, A(image), "NAME", "the sandbox image"},
+    {"network-mode", ARGS_STRING, A(mode), "MODE", "practical, strict or off"},
+    {"readonly", ARGS_BOOL, A(readonly), NULL, "mount the project read-only"},
+    {"cpus", ARGS_STRING, A(cpus), "N", "CPUs for the container"},
+    {"memory", ARGS_STRING, A(memory), "SIZE", "memory for the container (4g, 512m)"},
+    {"allow", ARGS_LIST, A(allow), "HOST", "allowlist a host for this run (repeatable)"},
+    {"upstream-ca", ARGS_STRING, A(upstream_ca), "FILE",
+     "a CA certificate (PEM) upstreams may be signed by"},
+    {"no-providers", ARGS_BOOL, A(no_providers), NULL, "do not allowlist the model providers"},
+    {"accept-policy-changes", ARGS_BOOL, A(accept_changes), NULL,
+     "accept the project's changed policy files"},
+    {"dry-run", ARGS_BOOL, A(dry_run), NULL, "print the plan; run nothing"},
+    {"print-command", ARGS_BOOL, A(print_command), NULL,
+     "print the container command (secrets redacted)"},
+    {"keep", ARGS_BOOL, A(keep), NULL, "keep the container and the run's scratch files"},
+    {"debug", ARGS_BOOL, A(debug), NULL, "verbose sandbox-init and egressd"},
 };
 
 #undef A
@@ -258,8 +259,14 @@ args_usage(FILE *f, const char *topic)
 	           "OpenCode: `" HOST_PROG " --help` is OpenCode's help, `" HOST_PROG
 	           " run \"summarize\"`\n"
 	           "is OpenCode's run. Wrapper flags (anywhere before --):\n\n");
-	for (i = 0; i < EG_NELEM(args_flags); i++)
-		fprintf(f, "  --%-22s%s\n", args_flags[i].name, args_flags[i].help);
+	for (i = 0; i < EG_NELEM(args_flags); i++) {
+		char flag[48];
+
+		snprintf(flag, sizeof flag, "--%s%s%s", args_flags[i].name,
+		         args_flags[i].value != NULL ? " " : "",
+		         args_flags[i].value != NULL ? args_flags[i].value : "");
+		fprintf(f, "  %-28s%s\n", flag, args_flags[i].help);
+	}
 	fprintf(
 	    f,
 	    "\nFiles: $XDG_CONFIG_HOME/opencode-sandbox/config.yaml (global), the nearest\n"

@@ -538,8 +538,8 @@ expect_contains "$RUN" "agent,target=/home/opencode/.config/opencode/agent,reado
 expect_absent "$RUN" "node_modules" "what OpenCode manages is left out"
 expect_absent "$RUN" "package.json" "package.json is left out"
 expect_absent "$RUN" "agent.sock" "a socket is never mounted"
-expect_absent "$RUN" ".ssh" "~/.ssh is never mounted"
-expect_contains "$RUN" ".gitconfig,target=/home/opencode/.gitconfig,readonly" "~/.gitconfig read-only"
+expect_absent "$RUN" ".ssh" "the .ssh directory is never mounted"
+expect_contains "$RUN" ".gitconfig,target=/home/opencode/.gitconfig,readonly" "the .gitconfig, read-only"
 expect_contains "$ERR" "agent.sock: not mounted: is a socket" "the socket is said"
 expect_contains "$(cat "$F/home.list")" ".config/opencode/opencode.json" "mount points are made in the staged home"
 
@@ -740,5 +740,5 @@ expect_contains "$ERR" "opencode-sandbox: 4 requests, 2 blocked, 1 flagged; revi
 expect_contains "$ERR" "/logs/audit-events.jsonl" "... names the run's audit file"
 
 echo "host golden: $N cases"
-[ "$N" -ge 40 ] && ok || bad "at least 40 cases: $N"
+if [ "$N" -ge 40 ]; then ok; else bad "at least 40 cases: $N"; fi
 finish

@@ -84,7 +84,7 @@ test_discover(void **state)
 	struct host_args a;
 	struct buf errs;
 	struct conf c;
-	char *proj, *p;
+	char *proj, *p, *cmd;
 
 	memset(&a, 0, sizeof a);
 	memset(&c, 0, sizeof c);
@@ -116,7 +116,9 @@ test_discover(void **state)
 	conf_free(&c);
 	buf_reset(&errs);
 	p = xasprintf("%s/top/proj/.opencode", dir);
-	assert_int_equal(system(xasprintf("rm -r %s", p)), 0);
+	cmd = xasprintf("rm -r %s", p);
+	assert_int_equal(system(cmd), 0);
+	free(cmd);
 	assert_int_equal(symlink("/etc", p), 0);
 	assert_int_equal(conf_discover(&c, &a, proj, &errs), -1);
 	assert_non_null(strstr(buf_cstr(&errs), "a symbolic link"));

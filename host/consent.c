@@ -236,46 +236,65 @@ consent_yes(int v)
 	return v ? "yes" : "no";
 }
 
-#define CONSENT_FLAG(out, old, new, field, what)                                                   \
+/* A policy setting: the merged values always hold the effective one. */
+#define CONSENT_BOOL(out, old, new, field, what)                                                   \
 	do {                                                                                       \
 		if ((old)->field != (new)->field)                                                  \
 			buf_printf(out, "  %s: %s -> %s\n", what, consent_yes((old)->field),       \
 			           consent_yes((new)->field));                                     \
 	} while (0)
-#define CONSENT_TEXT(out, old, new, field, what)                                                   \
+
+/* A wrapper setting's effective value: what a file set, else the default. */
+#define CONSENT_VAL(w, field, dflt) ((w)->field##_loc.line > 0 ? (w)->field : (dflt))
+
+#define CONSENT_FLAG(out, old, new, field, dflt, what)                                             \
 	do {                                                                                       \
-		if (consent_str_differ((old)->field, (new)->field))                                \
-			buf_printf(out, "  %s: %s -> %s\n", what, consent_str((old)->field),       \
-			           consent_str((new)->field));                                     \
+		if (CONSENT_VAL(old, field, dflt) != CONSENT_VAL(new, field, dflt))                \
+			buf_printf(out, "  %s: %s -> %s\n", what,                                  \
+			           consent_yes(CONSENT_VAL(old, field, dflt)),                     \
+			           consent_yes(CONSENT_VAL(new, field, dflt)));                    \
+	} while (0)
+#define CONSENT_TEXT(out, old, new, field, dflt, what)                                             \
+	do {                                                                                       \
+		const char *a_ = (old)->field != NULL ? (old)->field : (dflt);                     \
+		const char *b_ = (new)->field != NULL ? (new)->field : (dflt);                     \
+		if (consent_str_differ(a_, b_))                                                    \
+			buf_printf(out, "  %s: %s -> %s\n", what, consent_str(a_),                 \
+			           consent_str(b_));                                               \
 	} while (0)
 
 /* What the wrapper's settings change: the image, mounts, resources. */
 static void
 consent_wrapper(struct buf *out, const struct config_wrapper *o, const struct config_wrapper *n)
 {
-	CONSENT_TEXT(out, o, n, image_name, "image");
-	CONSENT_FLAG(out, o, n, project_readonly, "project mounted read-only");
-	CONSENT_TEXT(out, o, n, project_target, "project path in the container");
+	const char *image = getenv("OPENCODE_SANDBOX_IMAGE");
+
+	if (image == NULL || image[0] == '\0')
+		image = HOST_DEFAULT_IMAGE;
+	CONSENT_TEXT(out, o, n, image_name, image, "image");
+	CONSENT_FLAG(out, o, n, project_readonly, 0, "project mounted read-only");
+	CONSENT_TEXT(out, o, n, project_target, HOST_TARGET, "project path in the container");
 	consent_list(out, &o->project_extra_mounts, &n->project_extra_mounts,
 	             "host path mounted in the sandbox", "no longer mounted");
-	CONSENT_FLAG(out, o, n, opencode_mount_host_config, "your OpenCode config mounted");
-	CONSENT_FLAG(out, o, n, opencode_mount_host_data, "your OpenCode credentials mounted");
-	CONSENT_FLAG(out, o, n, opencode_generated_config, "the sandbox's OpenCode overlay");
-	CONSENT_FLAG(out, o, n, opencode_autoupdate, "OpenCode autoupdate");
+	CONSENT_FLAG(out, o, n, opencode_mount_host_config, 1, "your OpenCode config mounted");
+	CONSENT_FLAG(out, o, n, opencode_mount_host_data, 1, "your OpenCode credentials mounted");
+	CONSENT_FLAG(out, o, n, opencode_generated_config, 1, "the sandbox's OpenCode overlay");
+	CONSENT_FLAG(out, o, n, opencode_autoupdate, 0, "OpenCode autoupdate");
 	if (!consent_list_equal(&o->opencode_enabled_providers, &n->opencode_enabled_providers))
 		buf_adds(out, "  the providers OpenCode may use change\n");
 	if (!consent_list_equal(&o->opencode_disabled_providers, &n->opencode_disabled_providers))
 		buf_adds(out, "  the providers OpenCode must not use change\n");
-	if (o->opencode_permission_edit != n->opencode_permission_edit ||
-	    o->opencode_permission_bash != n->opencode_permission_bash)
+	if (CONSENT_VAL(o, opencode_permission_edit, (enum config_permission) - 1) !=
+	        CONSENT_VAL(n, opencode_permission_edit, (enum config_permission) - 1) ||
+	    CONSENT_VAL(o, opencode_permission_bash, (enum config_permission) - 1) !=
+	        CONSENT_VAL(n, opencode_permission_bash, (enum config_permission) - 1))
 		buf_adds(out, "  OpenCode's edit and bash permissions change\n");
-	CONSENT_TEXT(out, o, n, resources_cpus, "CPUs");
-	CONSENT_TEXT(out, o, n, resources_memory, "memory");
-	CONSENT_FLAG(out, o, n, container_remove, "container removed at exit");
-	CONSENT_FLAG(out, o, n, container_debug, "debug output");
-	CONSENT_TEXT(out, o, n, container_name_prefix, "container name prefix");
-	CONSENT_TEXT(out, o, n, container_upstream_ca, "extra CA trusted for upstreams");
-	CONSENT_TEXT(out, o, n, state_state_dir, "state directory");
+	CONSENT_TEXT(out, o, n, resources_cpus, NULL, "CPUs");
+	CONSENT_TEXT(out, o, n, resources_memory, "4g", "memory");
+	CONSENT_FLAG(out, o, n, container_remove, 1, "container removed at exit");
+	CONSENT_FLAG(out, o, n, container_debug, 0, "debug output");
+	CONSENT_TEXT(out, o, n, container_name_prefix, "opencode-sandbox", "container name prefix");
+	CONSENT_TEXT(out, o, n, container_upstream_ca, NULL, "extra CA trusted for upstreams");
 }
 
 /*
@@ -305,15 +324,15 @@ consent_describe(const struct config *o, const struct config *n, struct buf *out
 		consent_words(out, &n->allow_methods);
 		buf_addc(out, '\n');
 	}
-	CONSENT_FLAG(out, o, n, allow_graphql_queries, "GraphQL queries allowed to any host");
+	CONSENT_BOOL(out, o, n, allow_graphql_queries, "GraphQL queries allowed to any host");
 	if (o->on_violation != n->on_violation)
 		buf_printf(out, "  a request that breaks the rules is %s\n",
 		           n->on_violation == VIOLATION_FLAG
 		               ? "let through and flagged (was: blocked)"
 		               : "blocked (was: let through and flagged)");
-	CONSENT_FLAG(out, o, n, fail_closed, "fail closed");
-	CONSENT_FLAG(out, o, n, block_doh_providers, "DNS-over-HTTPS services blocked");
-	CONSENT_FLAG(out, o, n, ca_name_constraints, "CA name constraints");
+	CONSENT_BOOL(out, o, n, fail_closed, "fail closed");
+	CONSENT_BOOL(out, o, n, block_doh_providers, "DNS-over-HTTPS services blocked");
+	CONSENT_BOOL(out, o, n, ca_name_constraints, "CA name constraints");
 	if (o->proxy_port != n->proxy_port || o->dns_port != n->dns_port)
 		buf_adds(out, "  egressd's ports change\n");
 	if (o->max_graphql_body != n->max_graphql_body)

@@ -412,6 +412,85 @@ golden
 expect_eq "$RC" 2 "a typo in seed 000's file"
 expect_contains "$ERR" "sandbox.json:1:14: unknown key \"allow_method\" in network" "... with file:line:col"
 
+begin seed003-defaults
+# The files seed 003's `init --global` and `init` write, as they are.
+mkdir -p "$H/.config/opencode-sandbox" "$H/.local/share/opencode"
+cat >"$H/$GLOBAL" <<'EOT'
+version: 1
+
+image:
+  name: ghcr.io/rabbitcybersec/opencode-sandbox:latest
+  autoBuild: false
+
+opencode:
+  mountHostConfig: true
+  mountHostData: true
+  generatedConfig: true
+  autoupdate: false
+
+skills:
+  importedDir: ~/.config/opencode-sandbox/skills
+  include:
+    - "*"
+  exclude: []
+
+network:
+  mode: practical
+  blocklist: []
+  allowlist: []
+  proxyPort: 18080
+  dnsPort: 15353
+  failClosed: true
+
+resources:
+  cpus: 4
+  memory: 4g
+EOT
+cat >"$P/.opencode-sandbox.yaml" <<'EOT'
+version: 1
+
+image:
+  name: ghcr.io/rabbitcybersec/opencode-sandbox:latest
+  autoBuild: false
+
+project:
+  target: /workspace
+  readonly: false
+
+opencode:
+  mountHostConfig: true
+  mountHostData: true
+  generatedConfig: true
+  autoupdate: false
+
+skills:
+  importedDir: .opencode-sandbox/skills
+  include:
+    - "*"
+  exclude: []
+
+network:
+  # Inherit global network defaults and add project-specific rules here.
+  inheritGlobal: true
+  mode: practical
+  blocklist: []
+  allowlist: []
+
+resources:
+  cpus: 4
+  memory: 4g
+
+container:
+  namePrefix: opencode-sandbox
+  remove: true
+EOT
+echo '{"anthropic": {"type": "api", "key": "k"}}' >"$H/.local/share/opencode/auth.json"
+osb
+golden
+expect_eq "$RC" 0 "seed 003's default files: a project file that changes nothing in effect runs"
+expect_contains "$(staged config/policy.yaml)" '"api.anthropic.com"' "... and the first run reaches its model"
+expect_contains "$RUN" "ghcr.io/rabbitcybersec/opencode-sandbox:latest" "... in the image they name"
+
 begin unused-keys
 mkdir -p "$H/.config/opencode-sandbox"
 printf 'version: 1\nskills:\n  exposeGlobalSkills: true\n' >"$H/$GLOBAL"

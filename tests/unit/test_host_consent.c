@@ -51,6 +51,13 @@ test_describe(void **state)
 	consent_describe(old, new, &b);
 	assert_string_equal(buf_cstr(&b), "");
 	config_free(new);
+	/* Restating the defaults changes nothing in effect. */
+	new = load(global, "version: 1\nproject: {target: /workspace, readonly: false}\n"
+	                   "container: {remove: true, namePrefix: opencode-sandbox}\n"
+	                   "opencode: {mountHostConfig: true, autoupdate: false}\n");
+	consent_describe(old, new, &b);
+	assert_string_equal(buf_cstr(&b), "");
+	config_free(new);
 
 	new = load(global, "version: 1\nnetwork:\n  mode: strict\n  inheritGlobal: false\n"
 	                   "  allowlist: [b.example]\n  allowMethods: [GET, POST]\n"
@@ -65,7 +72,7 @@ test_describe(void **state)
 	                    "  methods allowed to any host: GET, HEAD, OPTIONS -> GET, POST\n"
 	                    "  a request that breaks the rules is let through and flagged (was: "
 	                    "blocked)\n"
-	                    "  image: (default) -> other:1\n"
+	                    "  image: localhost/opencode-sandbox:latest -> other:1\n"
 	                    "  + host path mounted in the sandbox: /srv:/srv:ro\n");
 	config_free(new);
 	config_free(old);

@@ -68,7 +68,8 @@ cat >"$H/.config/opencode/opencode.json" <<'EOT'
       "models": { "scripted": { "name": "Scripted", "tool_call": true } }
     }
   },
-  "model": "test/scripted"
+  "model": "test/scripted",
+  "permission": { "external_directory": "allow" }
 }
 EOT
 echo '{"test": {"type": "api", "key": "sk-sandbox-test-key"}}' >"$H/.local/share/opencode/auth.json"

@@ -21,7 +21,9 @@
 # .opencode-sandbox.yaml. Run 3, non-interactive: refused, naming the new
 # host, nothing started. Run 4 accepts it; run 5 runs without asking.
 # Run 6: SIGTERM to opencode-sandbox while a tool runs: it reaches
-# OpenCode, the command exits and the container is removed.
+# OpenCode, the command exits and the container is removed. Run 7:
+# `serve` in off mode answers on the host's 127.0.0.1 only (sandbox-init's
+# --serve-port lets the replies out, nothing else).
 . "$(dirname "$0")/lib.sh"
 
 BIN=$BUILD_DIR/opencode-sandbox
@@ -235,6 +237,34 @@ RC=$?
 expect_ne "$RC" 0 "SIGTERM: the run ends ($RC)"
 if [ $(($(date +%s) - t0)) -lt 60 ]; then ok; else bad "SIGTERM: the run ended in time"; fi
 expect_eq "$(leftover)" 0 "SIGTERM: the container is removed"
+
+# --- run 7: serving in off mode: published on the host's loopback only ---
+# Podman's own default network here (port publishing into an --internal
+# network answers nothing useful): off mode drops everything the container
+# sends but the replies from the serve port, so nothing leaves.
+cat >"$T/serve.conf" <<'EOT'
+[containers]
+default_ulimits = ["nofile=20000:20000", "nproc=1000:1000"]
+
+[engine]
+runtime = "runc"
+EOT
+(cd "$P" && HOME="$H" XDG_CONFIG_HOME='' XDG_DATA_HOME='' XDG_STATE_HOME='' \
+	CONTAINERS_CONF="$T/serve.conf" exec "$BIN" --network-mode off --no-providers serve \
+	</dev/null >"$T/out7" 2>"$T/err7") &
+pid=$!
+code=000
+for _ in $(seq 150); do
+	code=$(curl -s --noproxy '*' -m 2 -o /dev/null -w '%{http_code}' http://127.0.0.1:4096/session \
+		2>/dev/null)
+	[ "$code" = 200 ] && break
+	sleep 0.2
+done
+expect_eq "$code" 200 "serve in off mode answers on 127.0.0.1:4096 ($(tail -n 3 "$T/err7"))"
+expect_absent "$(ss -ltnH 'sport = :4096' 2>/dev/null)" "0.0.0.0:4096" "... and on no other host address"
+kill -TERM "$pid"
+wait "$pid"
+expect_eq "$(leftover)" 0 "serve: the container is removed"
 
 echo "sandbox done after $(elapsed)s"
 finish

@@ -114,6 +114,7 @@ int conf_is_project(const struct conf_file *);
 /* state.c: the host's state directories and the run's */
 struct host_state {
 	char *root;      /* $XDG_STATE_HOME/opencode-sandbox or state.stateDir */
+	char *source;    /* the project's resolved path */
 	char *project;   /* root/projects/<slug>-<hash> */
 	char *run;       /* project/runs/<stamp>-<random> */
 	char *logs;      /* run/logs: the audit log, mounted at /sandbox/logs */

@@ -94,6 +94,7 @@ state_plan(struct host_state *s, const struct config *cfg, const char *project, 
 		buf_printf(err, "state directory %s: not an absolute path", s->root);
 		return -1;
 	}
+	s->source = xstrdup(project);
 	state_slug(project, s->slug, sizeof s->slug);
 	hash = host_sha256_hex(project, strlen(project));
 	hash[12] = '\0';
@@ -138,9 +139,15 @@ state_create(const struct host_state *s, struct buf *err)
 	/* Which project this is, for a person looking at the state directory. */
 	p = xasprintf("%s/project", s->project);
 	if (access(p, F_OK) == -1) {
-		char *path = xasprintf("%s\n", strrchr(s->project, '/') + 1);
+		char *line = xasprintf("%s\n", s->source);
 
-		free(path);
+		if (host_write_file(p, line, strlen(line), 0600) == -1) {
+			buf_printf(err, "%s: %s", p, strerror(errno));
+			free(line);
+			free(p);
+			return -1;
+		}
+		free(line);
 	}
 	free(p);
 	return 0;
@@ -150,6 +157,7 @@ void
 state_free(struct host_state *s)
 {
 	free(s->root);
+	free(s->source);
 	free(s->project);
 	free(s->run);
 	free(s->logs);

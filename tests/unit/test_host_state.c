@@ -53,6 +53,45 @@ test_plan(void **state)
 	buf_free(&errs);
 }
 
+/* The directories made, with their modes; the project's path written beside its state. */
+static void
+test_create(void **state)
+{
+	char dir[] = "/tmp/test-host-state-mk.XXXXXX", *p, *data;
+	struct config_text t;
+	struct host_state s;
+	struct config *cfg;
+	struct stat st;
+	struct buf errs;
+	size_t len;
+
+	assert_non_null(mkdtemp(dir));
+	memset(&t, 0, sizeof t);
+	buf_init(&errs);
+	t.file.path = "/etc/g.yaml";
+	p = xasprintf("version: 1\nstate:\n  stateDir: %s/state\n", dir);
+	t.data = p;
+	t.len = strlen(p);
+	cfg = config_load_texts(&t, 1, &errs);
+	assert_non_null(cfg);
+	free(p);
+	assert_int_equal(state_plan(&s, cfg, "/home/u/proj", &errs), 0);
+	assert_int_equal(state_create(&s, &errs), 0);
+	assert_int_equal(stat(s.run, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0700);
+	assert_int_equal(stat(s.logs, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0711);
+	p = xasprintf("%s/project", s.project);
+	assert_int_equal(host_read_file(p, 4096, &data, &len), 0);
+	assert_string_equal(data, "/home/u/proj\n");
+	free(data);
+	free(p);
+	state_free(&s);
+	config_free(cfg);
+	buf_free(&errs);
+	assert_int_equal(state_remove_tree(dir), 0);
+}
+
 static void
 test_summary(void **state)
 {
@@ -116,6 +155,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_plan),
+	    cmocka_unit_test(test_create),
 	    cmocka_unit_test(test_summary),
 	    cmocka_unit_test(test_remove_tree),
 	};

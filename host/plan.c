@@ -19,7 +19,6 @@
 #include "host.h"
 
 #define PLAN_SERVE_PORT 4096 /* OpenCode picks a random port; a published one must be known */
-#define PLAN_MAX_LIST   (256 * 1024 * 1024)
 
 void
 plan_mount(struct host_plan *p, const char *source, const char *target, int readonly,
@@ -305,9 +304,12 @@ plan_build(struct host_plan *p, const struct host_args *a, const struct config *
 {
 	const struct config_wrapper *w = &full->wrapper;
 	const char *image = getenv("OPENCODE_SANDBOX_IMAGE");
+	struct strv oc;
 	char rnd[9];
 	int port = 0;
+	size_t i;
 
+	memset(&oc, 0, sizeof oc);
 	p->image = xstrdup(w->image_name != NULL               ? w->image_name
 	                   : image != NULL && image[0] != '\0' ? image
 	                                                       : HOST_DEFAULT_IMAGE);
@@ -335,17 +337,11 @@ plan_build(struct host_plan *p, const struct host_args *a, const struct config *
 	if (port > 0)
 		strv_addf(&p->publish, "127.0.0.1:%d:%d", port, port);
 	/* Always `opencode` first: the image's CMD is replaced, never extended. */
-	strv_free(&p->argv);
-	{
-		struct strv oc;
-
-		memset(&oc, 0, sizeof oc);
-		strv_add(&oc, "opencode");
-		for (size_t i = 0; i < p->oc.n; i++)
-			strv_add(&oc, p->oc.v[i]);
-		strv_free(&p->oc);
-		p->oc = oc;
-	}
+	strv_add(&oc, "opencode");
+	for (i = 0; i < p->oc.n; i++)
+		strv_add(&oc, p->oc.v[i]);
+	strv_free(&p->oc);
+	p->oc = oc;
 	plan_init_args(p, c, full, port);
 	runtime_argv(p);
 	return 0;

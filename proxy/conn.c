@@ -116,7 +116,7 @@ conn_audit(struct conn *c)
 	if (c->x == NULL || (c->flags & CONN_F_AUDITED) || !c->x->req_parsed)
 		return;
 	method = c->x->req.method;
-	is_connect = method != NULL && strcmp(method, "CONNECT") == 0;
+	is_connect = c->x->req.method_id == HTTP_M_CONNECT;
 	c->flags |= CONN_F_AUDITED;
 	audit_event_init(&ev);
 	ev.event = c->x->event != NULL ? c->x->event : is_connect ? "connect" : "http";
@@ -350,7 +350,7 @@ conn_proceed(struct conn *c)
 		respond_block(c);
 		return;
 	}
-	if (strcmp(c->x->req.method, "CONNECT") == 0 && intercept_tunnel_kind(c) == NULL) {
+	if (c->x->req.method_id == HTTP_M_CONNECT && intercept_tunnel_kind(c) == NULL) {
 		intercept_start(c);
 		return;
 	}
@@ -391,7 +391,7 @@ static void
 conn_request(struct conn *c)
 {
 	const char *err;
-	int is_connect = strcmp(c->x->req.method, "CONNECT") == 0;
+	int is_connect = c->x->req.method_id == HTTP_M_CONNECT;
 
 	c->x->t_start = time_mono_ms();
 	if (c->flags & CONN_F_TLS) {

@@ -87,7 +87,7 @@ forward_attach(struct conn *c, struct upstream *u)
 static int
 forward_is_websocket(const struct conn *c)
 {
-	return (c->x->req.flags & HTTP_F_UPGRADE) && strcmp(c->x->req.method, "GET") == 0 &&
+	return (c->x->req.flags & HTTP_F_UPGRADE) && c->x->req.method_id == HTTP_M_GET &&
 	       http_list_has(c->x->req.upgrade, "websocket");
 }
 
@@ -194,7 +194,7 @@ forward_upstream_cb(void *arg, struct upstream_result *r)
 	}
 	/* The guard allowed the address: the decision stands as it was. */
 	forward_attach(c, r->u);
-	if (strcmp(c->x->req.method, "CONNECT") == 0) {
+	if (c->x->req.method_id == HTTP_M_CONNECT) {
 		c->x->status = 200;
 		c->x->tls = intercept_tunnel_kind(c);
 		if (!(c->flags & CONN_F_TRANSPARENT))

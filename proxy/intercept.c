@@ -407,7 +407,7 @@ intercept_request(struct conn *c)
 
 	c->x->host = c->dest->host;
 	c->x->port = c->dest->port;
-	if (strcmp(c->x->req.method, "CONNECT") == 0 ||
+	if (c->x->req.method_id == HTTP_M_CONNECT ||
 	    (u->form != HTTP_TARGET_ORIGIN && u->form != HTTP_TARGET_ABSOLUTE)) {
 		respond_error(c, 400, "Bad Request", "expected an origin-form request inside TLS");
 		return;

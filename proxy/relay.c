@@ -221,7 +221,7 @@ relay_read_response(struct conn *c)
 			conn_close(c, "cannot read the response head");
 			return;
 		}
-		r = http_parse_response(data, want, &c->e->http, c->x->req.method, &c->x->resp);
+		r = http_parse_response(data, want, &c->e->http, c->x->req.method_id, &c->x->resp);
 		if (r == HTTP_PARSE_INCOMPLETE)
 			return;
 		if (r == HTTP_PARSE_ERROR) {

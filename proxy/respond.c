@@ -76,12 +76,12 @@ respond_hint(struct conn *c, struct buf *b, int *body_flag)
 	int v6 = c->x->host.kind == HOST_ADDR && c->x->host.addr.af == AF_INET6;
 
 	*body_flag = 0;
-	if (strcmp(m->method, "CONNECT") == 0) {
+	if (m->method_id == HTTP_M_CONNECT) {
 		buf_printf(b, "--method CONNECT %s%s%s:%u", v6 ? "[" : "", c->x->host.name,
 		           v6 ? "]" : "", c->x->port);
 		return;
 	}
-	if (strcmp(m->method, "GET") != 0)
+	if (m->method_id != HTTP_M_GET)
 		buf_printf(b, " --method %s", m->method);
 	if (m->flags & HTTP_F_UPGRADE && m->upgrade != NULL)
 		respond_hint_header(b, "Upgrade", m->upgrade);
@@ -121,7 +121,7 @@ respond_block(struct conn *c)
 	int keep, body_flag;
 
 	if ((c->flags & CONN_F_TRANSPARENT) && !(c->flags & CONN_F_TLS) &&
-	    strcmp(c->x->req.method, "CONNECT") == 0) {
+	    c->x->req.method_id == HTTP_M_CONNECT) {
 		/* A redirected TLS or TCP stream cannot be answered in HTTP: cut it. */
 		c->x->status = 0;
 		conn_audit(c);

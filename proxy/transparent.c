@@ -104,7 +104,7 @@ transparent_request(struct conn *c)
 	const char *hv = http_msg_header(&c->x->req, "Host"), *err, *end;
 	size_t len;
 
-	if (strcmp(c->x->req.method, "CONNECT") == 0 ||
+	if (c->x->req.method_id == HTTP_M_CONNECT ||
 	    (u->form != HTTP_TARGET_ORIGIN && u->form != HTTP_TARGET_ABSOLUTE)) {
 		respond_error(c, 400, "Bad Request", "expected an origin-form request");
 		return;
@@ -143,6 +143,7 @@ transparent_decide(struct conn *c, const struct host *h, uint16_t port, const ch
 
 	conn_exchange_new(c);
 	c->x->req.method = "CONNECT";
+	c->x->req.method_id = HTTP_M_CONNECT;
 	c->x->req_parsed = 1;
 	c->x->event = kind;
 	c->x->t_start = time_mono_ms();

@@ -84,6 +84,30 @@ http_visible(const char *s)
 	return 1;
 }
 
+/* The method a token names; methods are case-sensitive (RFC 9110 §9.1). */
+enum http_method
+http_method_id(const char *s, size_t n)
+{
+	static const struct {
+		const char *name;
+		size_t len;
+		enum http_method id;
+	} methods[] = {
+	    {"GET", 3, HTTP_M_GET},         {"HEAD", 4, HTTP_M_HEAD},
+	    {"POST", 4, HTTP_M_POST},       {"PUT", 3, HTTP_M_PUT},
+	    {"DELETE", 6, HTTP_M_DELETE},   {"CONNECT", 7, HTTP_M_CONNECT},
+	    {"OPTIONS", 7, HTTP_M_OPTIONS}, {"TRACE", 5, HTTP_M_TRACE},
+	    {"PATCH", 5, HTTP_M_PATCH},
+	};
+	size_t i;
+
+	for (i = 0; i < EG_NELEM(methods); i++) {
+		if (methods[i].len == n && memcmp(methods[i].name, s, n) == 0)
+			return methods[i].id;
+	}
+	return HTTP_M_OTHER;
+}
+
 void
 http_msg_init(struct http_msg *msg)
 {
@@ -384,8 +408,9 @@ http_request_line(struct http_msg *msg, char *line)
 		return http_fail(msg, 505, "unsupported HTTP version");
 	msg->version = v;
 	msg->method = line;
+	msg->method_id = http_method_id(line, (size_t)(p - line));
 	msg->target = sp1 + 1;
-	if ((error = http_target_parse(msg->method, msg->target, &msg->uri)) != NULL)
+	if ((error = http_target_parse(msg->method_id, msg->target, &msg->uri)) != NULL)
 		return http_fail(msg, 400, error);
 	return HTTP_PARSE_DONE;
 }
@@ -579,7 +604,7 @@ http_status_line(struct http_msg *msg, char *line)
 
 /* Response framing, RFC 9112 §6.3 in its order. */
 static enum http_parse
-http_response_fields(struct http_msg *msg, const char *method)
+http_response_fields(struct http_msg *msg, enum http_method method)
 {
 	const char *te, *cl, *error;
 	size_t nte, ncl;
@@ -587,9 +612,9 @@ http_response_fields(struct http_msg *msg, const char *method)
 
 	nte = http_count(msg, HF_TRANSFER_ENCODING, &te);
 	ncl = http_count(msg, HF_CONTENT_LENGTH, &cl);
-	connect_ok = method != NULL && strcmp(method, "CONNECT") == 0 && msg->status / 100 == 2;
+	connect_ok = method == HTTP_M_CONNECT && msg->status / 100 == 2;
 	bodiless = msg->status < 200 || msg->status == 204 || msg->status == 304 || connect_ok ||
-	           (method != NULL && strcmp(method, "HEAD") == 0);
+	           method == HTTP_M_HEAD;
 	if (nte > 0) {
 		if (msg->version == 10)
 			return http_fail(msg, 502, "Transfer-Encoding in HTTP/1.0");
@@ -626,12 +651,12 @@ http_response_fields(struct http_msg *msg, const char *method)
 
 /*
  * Parse one response head if it is complete; method is the request's
- * (HEAD and CONNECT change the framing; NULL reads as GET). Every error
+ * (HEAD and CONNECT change the framing). Every error
  * has status 502: the client is answered Bad Gateway.
  */
 enum http_parse
-http_parse_response(const char *data, size_t len, const struct http_limits *lim, const char *method,
-                    struct http_msg *msg)
+http_parse_response(const char *data, size_t len, const struct http_limits *lim,
+                    enum http_method method, struct http_msg *msg)
 {
 	enum http_parse r;
 	char *line;

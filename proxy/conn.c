@@ -16,7 +16,7 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 
-#include "proxy.h"
+#include "conn_int.h"
 
 static void conn_read_head(struct conn *);
 
@@ -754,7 +754,7 @@ conn_new(struct egressd *e, int fd, const struct sockaddr *sa)
 	e->nconns++;
 	bufferevent_setcb(c->client.bev, conn_client_read_cb, conn_client_write_cb, conn_event_cb,
 	                  &c->client);
-	bufferevent_setwatermark(c->client.bev, EV_WRITE, RELAY_LOW_MARK, 0);
+	bufferevent_setwatermark(c->client.bev, EV_WRITE, SIDE_LOW_MARK, 0);
 	side_attach(&c->client, e->base, conn_side_read);
 	return c;
 }

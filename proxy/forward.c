@@ -11,7 +11,7 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 
-#include "proxy.h"
+#include "conn_int.h"
 
 static void forward_upstream_cb(void *, struct upstream_result *);
 
@@ -66,14 +66,15 @@ forward_attach(struct conn *c, struct upstream *u)
 	c->up.throttled = 0;
 	c->up.plain = !u->tls;
 	bufferevent_setcb(u->bev, conn_up_read_cb, conn_up_write_cb, conn_event_cb, &c->up);
-	bufferevent_setwatermark(u->bev, EV_WRITE, RELAY_LOW_MARK, 0);
+	bufferevent_setwatermark(u->bev, EV_WRITE, SIDE_LOW_MARK, 0);
 	/*
 	 * Writing is enabled on a socket bufferevent from its creation;
 	 * enabling it again would register the socket for writability (and
 	 * unregister it after) for every request a pooled upstream carries.
 	 */
 	if (u->rd != NULL) {
-		u->side = &c->up;
+		u->rd_cb = conn_side_read;
+		u->rd_arg = &c->up;
 		side_attach_event(&c->up, u->rd);
 	} else
 		side_read(&c->up, 1);
@@ -133,7 +134,7 @@ forward_send(struct conn *c)
 		respond_error(c, 400, "Bad Request", "request cannot be forwarded");
 		return;
 	}
-	relay_send(&c->up, head.data, head.len);
+	side_send(&c->up, head.data, head.len);
 	buf_free(&head);
 	if (c->x->held != NULL) {
 		struct evbuffer *uout = bufferevent_get_output(c->up.bev);
@@ -198,7 +199,7 @@ forward_upstream_cb(void *arg, struct upstream_result *r)
 		c->x->status = 200;
 		c->x->tls = intercept_tunnel_kind(c);
 		if (!(c->flags & CONN_F_TRANSPARENT))
-			relay_send(&c->client, established, sizeof established - 1);
+			side_send(&c->client, established, sizeof established - 1);
 		c->flags |= CONN_F_RESP_STARTED;
 		if (!(c->flags & CONN_F_TRANSPARENT) && c->x->tls != NULL &&
 		    strcmp(c->x->tls, "passthrough") == 0) {

@@ -16,7 +16,7 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 
-#include "proxy.h"
+#include "conn_int.h"
 
 #define INTERCEPT_PEEK_MAX   (SNI_HELLO_MAX + 2048) /* a ClientHello in its records */
 #define INTERCEPT_RETRY_MS   10
@@ -316,7 +316,7 @@ intercept_tls_accept(struct conn *c)
 	c->client.plain = 0;
 	bufferevent_setcb(bev, conn_client_read_cb, conn_client_write_cb, conn_event_cb,
 	                  &c->client);
-	bufferevent_setwatermark(bev, EV_WRITE, RELAY_LOW_MARK, 0);
+	bufferevent_setwatermark(bev, EV_WRITE, SIDE_LOW_MARK, 0);
 	bufferevent_enable(bev, EV_READ | EV_WRITE);
 	conn_set_state(c, CONN_HANDSHAKE);
 }
@@ -348,7 +348,7 @@ intercept_start(struct conn *c)
 		conn_audit(c);
 		conn_exchange_free(c);
 	} else
-		relay_send(&c->client, established, sizeof established - 1);
+		side_send(&c->client, established, sizeof established - 1);
 	/* The CONNECT's own Connection header says nothing about the requests inside. */
 	c->flags = (c->flags & ~CONN_F_CLIENT_CLOSE) | CONN_F_TLS;
 	if (evbuffer_get_length(bufferevent_get_output(c->client.bev)) > 0) {

@@ -18,7 +18,7 @@
 #include <event2/buffer.h>
 #include <event2/event.h>
 
-#include "proxy.h"
+#include "conn_int.h"
 #include "resolver.h"
 
 #define EGRESSD_DEFAULT_PROXY "127.0.0.1:18080"

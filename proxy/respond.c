@@ -12,7 +12,7 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 
-#include "proxy.h"
+#include "conn_int.h"
 
 /* A short response of our own: errors and policy blocks. */
 static void

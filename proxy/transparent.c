@@ -20,7 +20,7 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 
-#include "proxy.h"
+#include "conn_int.h"
 
 #define TRANSPARENT_SO_ORIGINAL_DST6 80 /* IP6T_SO_ORIGINAL_DST */
 #define TRANSPARENT_PEEK_MAX         (SNI_HELLO_MAX + 2048)

@@ -25,7 +25,7 @@
 #include <event2/bufferevent_ssl.h>
 
 #include "ca.h"
-#include "proxy.h" /* struct conn: the SNI callback marks a mismatch on it */
+#include "conn_int.h" /* struct conn: the SNI callback marks a mismatch on it */
 #include "tls.h"
 #include "tls_int.h"
 

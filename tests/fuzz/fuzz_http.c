@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proxy.h"
+#include "http.h"
 
 #define FUZZ_MAX_INPUT (32 * 1024)
 

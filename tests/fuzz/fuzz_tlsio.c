@@ -21,7 +21,7 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
-#include "proxy.h"
+#include "conn_int.h"
 
 #define FUZZ_HOST "fuzz.test"
 

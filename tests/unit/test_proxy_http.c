@@ -15,7 +15,7 @@
 
 #include <cmocka.h>
 
-#include "proxy.h"
+#include "http.h"
 
 /* A request method's id, as the engine passes it to the response parser. */
 static enum http_method

@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "proxy.h"
+#include "http.h"
 
 struct target_case {
 	const char *method;

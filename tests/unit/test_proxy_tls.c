@@ -30,7 +30,7 @@
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 
-#include "proxy.h"
+#include "conn_int.h"
 
 #define HOST "origin.test"
 

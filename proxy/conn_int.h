@@ -61,7 +61,8 @@ struct conn_body {
 struct conn_dest {
 	struct host host;
 	uint16_t port;
-	char sni[256]; /* the server name the client sent, if any */
+	char sni[256];        /* the server name the client sent, if any */
+	struct tls_peer peer; /* intercepted: the handshake's view of host */
 };
 
 /* One request and its response, from the first byte of the head on. */

@@ -300,6 +300,17 @@ intercept_tls_start(struct conn *c)
 	intercept_tls_accept(c);
 }
 
+/* The server name in the client's handshake, which tls.c checked against the CONNECT host. */
+static void
+intercept_sni_cb(void *arg, const char *sni, int mismatch)
+{
+	struct conn *c = arg;
+
+	str_copy(c->dest->sni, sizeof c->dest->sni, sni);
+	if (mismatch)
+		c->flags |= CONN_F_SNI_MISMATCH;
+}
+
 /* Answer the client's TLS with a leaf for the CONNECT host. */
 static void
 intercept_tls_accept(struct conn *c)
@@ -307,7 +318,10 @@ intercept_tls_accept(struct conn *c)
 	struct bufferevent *bev;
 
 	side_detach(&c->client); /* the socket goes to TLS */
-	bev = tls_accept(c->e->tls, c->e->base, c, &c->client.bev);
+	c->dest->peer.host = &c->dest->host;
+	c->dest->peer.sni_cb = intercept_sni_cb;
+	c->dest->peer.arg = c;
+	bev = tls_accept(c->e->tls, c->e->base, &c->dest->peer, &c->client.bev);
 	if (bev == NULL) {
 		intercept_tls_failed(c, "cannot set up TLS for this host");
 		return;

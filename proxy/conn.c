@@ -241,7 +241,7 @@ conn_close(struct conn *c, const char *why)
 	TAILQ_REMOVE(&e->conns, c, entry);
 	e->nconns--;
 	event_base_once(e->base, -1, EV_TIMEOUT, conn_free_cb, c, NULL);
-	egressd_conn_gone(e);
+	e->conn_gone(e);
 }
 
 /* Close once everything queued for the client has been written. */
@@ -725,6 +725,23 @@ conn_side_read(evutil_socket_t fd, short what, void *arg)
 		conn_up_read_cb(s->bev, s);
 }
 
+/* The engine's state on the runtime: the exchanges' slab and the scratch buffer. */
+void
+conn_engine_init(struct egressd *e)
+{
+	slab_init(&e->xslab, sizeof(struct exchange));
+	e->scratch = evbuffer_new();
+}
+
+void
+conn_engine_free(struct egressd *e)
+{
+	slab_release(&e->xslab);
+	if (e->scratch != NULL)
+		evbuffer_free(e->scratch);
+	e->scratch = NULL;
+}
+
 /* A connection for an accepted socket, not yet reading; NULL if none can be made. */
 struct conn *
 conn_new(struct egressd *e, int fd, const struct sockaddr *sa)
@@ -735,7 +752,7 @@ conn_new(struct egressd *e, int fd, const struct sockaddr *sa)
 	c->e = e;
 	c->id = ++e->conn_seq;
 	c->policy = policy_ref(e->policy);
-	if (sa->sa_family == AF_INET || sa->sa_family == AF_INET6)
+	if (sa != NULL && (sa->sa_family == AF_INET || sa->sa_family == AF_INET6))
 		sock_text((const struct sockaddr_storage *)sa, c->client_addr,
 		          sizeof c->client_addr);
 	c->client.bev = bufferevent_socket_new(e->base, fd, BEV_OPT_CLOSE_ON_FREE);

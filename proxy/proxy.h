@@ -1,7 +1,8 @@
 /*
- * egressd's runtime: the context every part of the proxy hangs off, and
- * what the runtime drives: the listeners, the NFLOG reader and the entry
- * points of the connection engine. The engine's own types are in conn_int.h,
+ * egressd's runtime (egressd.c): the context every part of the proxy
+ * hangs off, made by egressd_new and run by egressd_run, and what the
+ * runtime drives: the listeners, the NFLOG reader and the entry points
+ * of the connection engine. The engine's own types are in conn_int.h,
  * the HTTP codec in http/http.h, TLS in tls/tls.h.
  */
 #ifndef PROXY_H
@@ -41,13 +42,23 @@ struct egressd_limits {
 	unsigned pool_max_total;      /* idle upstreams kept in all */
 };
 
+/* What a runtime is made from; egressd_conf_init fills in the defaults. */
+struct egressd_conf {
+	struct policy *policy;           /* the first snapshot: egressd takes this reference */
+	struct audit *audit;             /* egressd takes it, and closes it */
+	const struct config_file *files; /* what SIGHUP reloads; outlives the runtime */
+	size_t nfiles;
+	struct egressd_limits lim;
+	struct http_limits http;
+};
+
 struct egressd {
 	struct event_base *base;
 	struct resolver *resolver; /* DNS: the listener and the proxy's lookups */
 	struct tls *tls;           /* interception: the CA, leaves and TLS contexts; NULL: none */
 	struct policy *policy;     /* current snapshot; conns hold their own ref */
 	struct audit *audit;
-	struct config_file *files; /* --config and --project-config, in order */
+	const struct config_file *files; /* --config and --project-config, in order */
 	size_t nfiles;
 	struct listener *proxy_lst;
 	struct listener *transparent_lst[2]; /* IPv4 and IPv6 */
@@ -58,6 +69,11 @@ struct egressd {
 	struct event *ev_grace;
 	struct event *ev_trim;
 	struct event *ev_audit; /* writes the batched audit lines */
+	/*
+	 * Called by the engine after a connection has gone (egressd_new sets
+	 * the runtime's own: resume accepting, or end a drain).
+	 */
+	void (*conn_gone)(struct egressd *);
 	TAILQ_HEAD(, conn) conns;
 	unsigned nconns;
 	uint64_t conn_seq;
@@ -69,15 +85,26 @@ struct egressd {
 	int draining;
 };
 
-/* main.c */
-void egressd_conn_gone(struct egressd *);
+/* egressd.c */
+void egressd_conf_init(struct egressd_conf *);
+struct policy *egressd_policy_load(const struct config_file *, size_t);
+struct egressd *egressd_new(const struct egressd_conf *);
+void egressd_free(struct egressd *);
+int egressd_start(struct egressd *);
+void egressd_run(struct egressd *);
 
 /* listener.c */
-struct listener *listener_new(struct egressd *, int, int);
+enum listener_kind {
+	LISTENER_PROXY,       /* the explicit proxy */
+	LISTENER_TRANSPARENT, /* connections the sandbox's rules redirect */
+	LISTENER_DNS,         /* the resolver's (bound by resolver/) */
+};
+struct listener *listener_new(struct egressd *, int, enum listener_kind);
 void listener_free(struct listener *);
 void listener_pause(struct listener *);
 void listener_resume(struct listener *);
-int listener_bind(const char *, int, char *, size_t);
+int listener_bind(const char *, enum listener_kind, int, char *, size_t);
+int listener_private(int, const struct sockaddr_storage *, enum listener_kind, int, char *, size_t);
 
 /* nflog.c */
 struct nflog_packet {
@@ -106,6 +133,8 @@ void nflog_drain(struct nflog *);
 void nflog_free(struct nflog *);
 
 /* conn.c and transparent.c: the connection engine, as the runtime drives it */
+void conn_engine_init(struct egressd *);
+void conn_engine_free(struct egressd *);
 void conn_accept(struct egressd *, int, const struct sockaddr *, socklen_t);
 void transparent_accept(struct egressd *, int, const struct sockaddr *);
 void conn_drain_idle(struct egressd *);

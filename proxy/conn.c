@@ -108,18 +108,28 @@ conn_mode(const struct conn *c)
 void
 conn_audit(struct conn *c)
 {
+	static const char *const events[] = {
+	    [EXCHANGE_HTTP] = "http",
+	    [EXCHANGE_CONNECT] = "connect",
+	    [EXCHANGE_TCP] = "tcp",
+	};
+	static const char *const tls[] = {
+	    [EXCHANGE_TLS_NONE] = NULL,
+	    [EXCHANGE_TLS_INTERCEPT] = "intercept",
+	    [EXCHANGE_TLS_PASSTHROUGH] = "passthrough",
+	    [EXCHANGE_TLS_TUNNEL] = "tunnel",
+	};
 	struct audit_event ev;
-	const char *method;
 	char addr[64];
 	int is_connect;
 
-	if (c->x == NULL || (c->flags & CONN_F_AUDITED) || !c->x->req_parsed)
+	if (c->x == NULL || (c->flags & CONN_F_AUDITED) || !c->x->begun)
 		return;
-	method = c->x->req.method;
-	is_connect = c->x->req.method_id == HTTP_M_CONNECT;
+	/* A redirected stream was decided as a CONNECT would be, and says so. */
+	is_connect = c->x->kind != EXCHANGE_HTTP;
 	c->flags |= CONN_F_AUDITED;
 	audit_event_init(&ev);
-	ev.event = c->x->event != NULL ? c->x->event : is_connect ? "connect" : "http";
+	ev.event = events[c->x->kind];
 	if (c->x->decision.rule[0] != '\0') {
 		ev.action = policy_action_name(c->x->decision.action);
 		ev.rule = c->x->decision.rule;
@@ -131,14 +141,14 @@ conn_audit(struct conn *c)
 	ev.host = c->x->host.name[0] ? c->x->host.name : NULL;
 	ev.port = c->x->port ? c->x->port : -1;
 	ev.scheme = is_connect ? NULL : (c->flags & CONN_F_TLS) ? "https" : "http";
-	ev.tls = c->x->tls;
+	ev.tls = tls[c->x->tls];
 	if (is_connect && c->dest != NULL && c->dest->sni[0] != '\0')
 		ev.sni = c->dest->sni;
 	if (c->upstream != NULL) {
 		addr_format(&c->upstream->addr, addr, sizeof addr);
 		ev.addr = addr;
 	}
-	ev.method = method;
+	ev.method = is_connect ? "CONNECT" : c->x->req.method;
 	ev.path = c->x->path;
 	ev.status = c->x->status ? c->x->status : -1;
 	/* Towards the destination only: a held body that was refused never left. */
@@ -149,6 +159,33 @@ conn_audit(struct conn *c)
 	if (c->x->decision.graphql_present)
 		ev.graphql = &c->x->decision.gql;
 	ev.error = c->x->error;
+	audit_write(c->e->audit, &ev);
+}
+
+/*
+ * One `tls` audit event: a handshake that did not succeed, with the client
+ * or (inside an intercepted connection) with the upstream.
+ */
+void
+conn_audit_tls(struct conn *c, const char *rule, const char *reason, const char *error,
+               const char *hint)
+{
+	struct audit_event ev;
+
+	audit_event_init(&ev);
+	ev.event = "tls";
+	ev.action = "block";
+	ev.rule = rule;
+	ev.source = rule != NULL ? "builtin" : NULL;
+	ev.reason = reason;
+	ev.mode = conn_mode(c);
+	ev.client = c->client_addr;
+	ev.host = c->dest->host.name;
+	ev.port = c->dest->port;
+	ev.sni = c->dest->sni[0] ? c->dest->sni : NULL;
+	ev.tls = (c->flags & CONN_F_TLS) ? "intercept" : NULL;
+	ev.error = error;
+	ev.hint = hint;
 	audit_write(c->e->audit, &ev);
 }
 
@@ -215,7 +252,7 @@ conn_close(struct conn *c, const char *why)
 	/* Redirected, cut before a byte came: timed out, closed, or shut down. */
 	if (c->state == CONN_PEEK && c->x == NULL && !(c->flags & CONN_F_AUDITED))
 		transparent_audit_silent(c, why);
-	if (c->x != NULL && c->x->req_parsed && !(c->flags & CONN_F_AUDITED)) {
+	if (c->x != NULL && c->x->begun && !(c->flags & CONN_F_AUDITED)) {
 		if (c->x->error == NULL && c->state != CONN_TUNNEL)
 			c->x->error = why;
 		conn_audit(c);
@@ -223,11 +260,7 @@ conn_close(struct conn *c, const char *why)
 	upstream_cancel(c->job);
 	c->job = NULL;
 	side_detach(&c->client);
-	side_detach(&c->up);
-	if (c->upstream != NULL)
-		upstream_free(c->upstream); /* frees c->up.bev */
-	c->upstream = NULL;
-	c->up.bev = NULL;
+	conn_up_detach(c, 0);
 	if (c->client.bev != NULL)
 		bufferevent_free(c->client.bev);
 	c->client.bev = NULL;
@@ -340,7 +373,7 @@ conn_decide(struct conn *c)
 	conn_proceed(c);
 }
 
-/* Act on c->x->decision: answer 403, or get an upstream. */
+/* Act on c->x->decision: answer 403, intercept a CONNECT, or get an upstream. */
 void
 conn_proceed(struct conn *c)
 {
@@ -350,15 +383,10 @@ conn_proceed(struct conn *c)
 		respond_block(c);
 		return;
 	}
-	if (c->x->req.method_id == HTTP_M_CONNECT && intercept_tunnel_kind(c) == NULL) {
+	if (c->x->kind == EXCHANGE_CONNECT && intercept_tls_mode(c) == EXCHANGE_TLS_INTERCEPT) {
 		intercept_start(c);
 		return;
 	}
-	/*
-	 * The client stays readable: bytes that come while connecting make
-	 * the read callback stop reading. Toggling it here would cost two
-	 * epoll_ctl calls on every request a pooled upstream serves at once.
-	 */
 	forward_start(c);
 }
 
@@ -391,7 +419,7 @@ static void
 conn_request(struct conn *c)
 {
 	const char *err;
-	int is_connect = c->x->req.method_id == HTTP_M_CONNECT;
+	int is_connect = c->x->kind == EXCHANGE_CONNECT;
 
 	c->x->t_start = time_mono_ms();
 	if (c->flags & CONN_F_TLS) {
@@ -420,13 +448,14 @@ conn_request(struct conn *c)
 	}
 	c->x->port = c->x->req.uri.port;
 	c->x->authority = c->x->req.uri.authority;
-	conn_request_body(c, is_connect);
+	conn_request_body(c);
 }
 
 /* Set up the request body's framing, then decide or hold the body. */
 void
-conn_request_body(struct conn *c, int is_connect)
+conn_request_body(struct conn *c)
 {
+	int is_connect = c->x->kind == EXCHANGE_CONNECT;
 	char *q;
 
 	if (!is_connect) {
@@ -456,11 +485,8 @@ conn_request_body(struct conn *c, int is_connect)
 		}
 		c->x->held = evbuffer_new();
 		c->x->req_body.out = HTTP_BODY_NONE; /* raw data into held */
-		if (c->x->req.flags & HTTP_F_EXPECT_CONTINUE) {
-			evbuffer_add_printf(bufferevent_get_output(c->client.bev),
-			                    "HTTP/1.1 100 Continue\r\n\r\n");
-			c->flags |= CONN_F_CONTINUE_SENT;
-		}
+		if (c->x->req.flags & HTTP_F_EXPECT_CONTINUE)
+			respond_continue(c);
 		conn_set_state(c, CONN_READ_BODY);
 		conn_hold_body(c);
 		return;
@@ -491,7 +517,8 @@ conn_read_head(struct conn *c)
 	r = http_parse_request(data, want, &c->e->http, &c->x->req);
 	if (r == HTTP_PARSE_INCOMPLETE)
 		return;
-	c->x->req_parsed = 1;
+	c->x->begun = 1;
+	c->x->kind = c->x->req.method_id == HTTP_M_CONNECT ? EXCHANGE_CONNECT : EXCHANGE_HTTP;
 	if (r == HTTP_PARSE_ERROR) {
 		c->x->req.method = c->x->req.method ? c->x->req.method : "-";
 		c->x->t_start = time_mono_ms();
@@ -511,23 +538,31 @@ conn_read_head(struct conn *c)
 	conn_request(c);
 }
 
+/*
+ * Let go of the upstream: back to the pool when reusable (and the pool
+ * takes it), else closed. The side is left as a new one would be.
+ */
+void
+conn_up_detach(struct conn *c, int reusable)
+{
+	side_detach(&c->up);
+	if (c->upstream != NULL)
+		upstream_release(c->e, c->upstream, reusable); /* frees c->up.bev unless pooled */
+	c->upstream = NULL;
+	c->up.bev = NULL;
+	c->up.eof = 0;
+	c->up.throttled = 0;
+}
+
 /* A finished exchange: audit it, pool the upstream, wait for the next request. */
 void
 conn_exchange_done(struct conn *c)
 {
-	int reusable;
-
 	conn_audit(c);
-	if (c->upstream != NULL) {
-		reusable = c->x->resp_parsed && (c->x->resp.flags & HTTP_F_KEEP_ALIVE) &&
-		           c->x->resp.body != HTTP_BODY_CLOSE && !c->up.eof && c->x->req_body.done;
-		side_detach(&c->up);
-		upstream_release(c->e, c->upstream, reusable);
-		c->upstream = NULL;
-		c->up.bev = NULL;
-		c->up.eof = 0;
-		c->up.throttled = 0;
-	}
+	if (c->upstream != NULL)
+		conn_up_detach(c, c->x->resp_parsed && (c->x->resp.flags & HTTP_F_KEEP_ALIVE) &&
+		                      c->x->resp.body != HTTP_BODY_CLOSE && !c->up.eof &&
+		                      c->x->req_body.done);
 	side_timeouts(&c->client, NULL, NULL);
 	if (c->flags & CONN_F_CLIENT_CLOSE || c->client.eof || c->e->draining) {
 		conn_flush_close(c);
@@ -540,6 +575,15 @@ conn_exchange_done(struct conn *c)
 	conn_set_state(c, CONN_READ_HEAD);
 	/* A pipelined request may already be waiting. */
 	conn_read_head(c);
+}
+
+/* Relay bytes both ways from now on: a CONNECT tunnel or an upgraded exchange. */
+void
+conn_tunnel(struct conn *c)
+{
+	conn_set_state(c, CONN_TUNNEL);
+	side_read(&c->client, 1);
+	relay_pump(c);
 }
 
 void

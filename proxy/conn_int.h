@@ -65,18 +65,33 @@ struct conn_dest {
 	struct tls_peer peer; /* intercepted: the handshake's view of host */
 };
 
+/* What an exchange is: the path it takes and the event its audit line is. */
+enum exchange_kind {
+	EXCHANGE_HTTP, /* a request forwarded as HTTP: absolute-form, inside TLS, or redirected */
+	EXCHANGE_CONNECT, /* a CONNECT, or a redirected ClientHello decided as one would be */
+	EXCHANGE_TCP,     /* redirected bytes that are neither TLS nor HTTP */
+};
+
+/* How an allowed CONNECT is carried once its upstream is connected (the audit's `tls`). */
+enum exchange_tls {
+	EXCHANGE_TLS_NONE,        /* not (yet) carried */
+	EXCHANGE_TLS_INTERCEPT,   /* TLS with the client, every request inside decided */
+	EXCHANGE_TLS_PASSTHROUGH, /* network.passthrough: relayed untouched after the ClientHello */
+	EXCHANGE_TLS_TUNNEL,      /* relayed untouched: no interception here, or not TLS */
+};
+
 /* One request and its response, from the first byte of the head on. */
 struct exchange {
 	struct http_msg req;
 	struct http_msg resp;
-	int req_parsed;
+	enum exchange_kind kind;
+	enum exchange_tls tls;
+	int begun; /* a request head read (or refused), or a stream classified: audited */
 	int resp_parsed;
 	int retried;           /* resent once after a stale pooled upstream */
 	int interim;           /* 1xx responses seen */
 	int upgrade;           /* a WebSocket upgrade was sent up */
 	const char *authority; /* host[:port] for the upstream's Host header */
-	const char *tls;       /* CONNECT: intercept, passthrough or tunnel */
-	const char *event;     /* audit event type when not http/connect (tcp) */
 	struct host host;
 	uint16_t port;
 	char *path;  /* no query string: it may carry secrets */
@@ -128,11 +143,14 @@ void conn_set_state(struct conn *, enum conn_state);
 void conn_close(struct conn *, const char *);
 void conn_flush_close(struct conn *);
 void conn_exchange_done(struct conn *);
+void conn_tunnel(struct conn *);
+void conn_up_detach(struct conn *, int);
 const char *conn_mode(const struct conn *);
 void conn_audit(struct conn *);
+void conn_audit_tls(struct conn *, const char *, const char *, const char *, const char *);
 void conn_exchange_new(struct conn *);
 void conn_exchange_free(struct conn *);
-void conn_request_body(struct conn *, int);
+void conn_request_body(struct conn *);
 void conn_proceed(struct conn *);
 void conn_client_read_cb(struct bufferevent *, void *);
 void conn_client_write_cb(struct bufferevent *, void *);
@@ -142,8 +160,7 @@ void conn_event_cb(struct bufferevent *, short, void *);
 void conn_side_read(evutil_socket_t, short, void *);
 
 /* intercept.c */
-void intercept_audit(struct conn *, const char *, const char *, const char *, const char *);
-const char *intercept_tunnel_kind(struct conn *);
+enum exchange_tls intercept_tls_mode(struct conn *);
 void intercept_tls_failed(struct conn *, const char *);
 void intercept_tls_start(struct conn *);
 void intercept_peek_start(struct conn *);
@@ -153,11 +170,12 @@ void intercept_request(struct conn *);
 /* respond.c */
 void respond_error(struct conn *, int, const char *, const char *);
 void respond_block(struct conn *);
+void respond_established(struct conn *);
+void respond_continue(struct conn *);
 
 /* forward.c */
 void forward_start(struct conn *);
 int forward_retry(struct conn *);
-void forward_tunnel(struct conn *);
 
 /* websocket.c */
 struct websocket;
@@ -167,7 +185,7 @@ void websocket_free(struct websocket *);
 
 /* transparent.c */
 void transparent_request(struct conn *);
-void transparent_decide(struct conn *, const struct host *, uint16_t, const char *);
+void transparent_decide(struct conn *, const struct host *, uint16_t, enum exchange_kind);
 void transparent_audit_silent(struct conn *, const char *);
 
 /* relay.c */

@@ -42,11 +42,7 @@ forward_retry(struct conn *c)
 	    evbuffer_get_length(bufferevent_get_input(c->up.bev)) > 0)
 		return 0;
 	c->x->retried = 1;
-	side_detach(&c->up);
-	upstream_free(c->upstream);
-	c->upstream = NULL;
-	c->up.bev = NULL;
-	c->up.eof = 0;
+	conn_up_detach(c, 0);
 	http_msg_free(&c->x->resp);
 	http_msg_init(&c->x->resp);
 	conn_set_state(c, CONN_CONNECTING);
@@ -162,7 +158,6 @@ forward_send(struct conn *c)
 static void
 forward_upstream_cb(void *arg, struct upstream_result *r)
 {
-	static const char established[] = "HTTP/1.1 200 Connection established\r\n\r\n";
 	struct conn *c = arg;
 	char detail[256];
 
@@ -175,10 +170,10 @@ forward_upstream_cb(void *arg, struct upstream_result *r)
 	if (r->err == UPSTREAM_E_TLS) {
 		snprintf(detail, sizeof detail, "upstream TLS with %s:%u failed: %s",
 		         c->x->host.name, c->x->port, r->detail);
-		intercept_audit(c, r->verify ? "upstream-certificate" : "upstream-tls",
-		                r->verify ? "the upstream's certificate did not verify"
-		                          : "TLS with the upstream failed",
-		                r->detail, NULL);
+		conn_audit_tls(c, r->verify ? "upstream-certificate" : "upstream-tls",
+		               r->verify ? "the upstream's certificate did not verify"
+		                         : "TLS with the upstream failed",
+		               r->detail, NULL);
 		respond_error(c, 502, "Bad Gateway", detail);
 		return;
 	}
@@ -195,30 +190,18 @@ forward_upstream_cb(void *arg, struct upstream_result *r)
 	}
 	/* The guard allowed the address: the decision stands as it was. */
 	forward_attach(c, r->u);
-	if (c->x->req.method_id == HTTP_M_CONNECT) {
-		c->x->status = 200;
-		c->x->tls = intercept_tunnel_kind(c);
-		if (!(c->flags & CONN_F_TRANSPARENT))
-			side_send(&c->client, established, sizeof established - 1);
+	if (c->x->kind != EXCHANGE_HTTP) {
+		c->x->tls = intercept_tls_mode(c);
+		respond_established(c);
 		c->flags |= CONN_F_RESP_STARTED;
-		if (!(c->flags & CONN_F_TRANSPARENT) && c->x->tls != NULL &&
-		    strcmp(c->x->tls, "passthrough") == 0) {
+		if (!(c->flags & CONN_F_TRANSPARENT) && c->x->tls == EXCHANGE_TLS_PASSTHROUGH) {
 			/* Nothing is carried either way before the ClientHello is read. */
 			side_read(&c->up, 0);
 			intercept_peek_start(c);
 			return;
 		}
-		forward_tunnel(c);
+		conn_tunnel(c);
 		return;
 	}
 	forward_send(c);
-}
-
-/* Relay bytes both ways from now on: a CONNECT tunnel or an upgraded exchange. */
-void
-forward_tunnel(struct conn *c)
-{
-	conn_set_state(c, CONN_TUNNEL);
-	side_read(&c->client, 1);
-	relay_pump(c);
 }

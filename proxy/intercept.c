@@ -25,52 +25,25 @@
 static void intercept_tls_accept(struct conn *);
 
 /*
- * One `tls` audit event: a handshake that did not succeed, with the client
- * or (inside an intercepted connection) with the upstream.
+ * How an allowed CONNECT is carried: intercepted, or a byte tunnel of
+ * some kind. Hosts in network.passthrough are tunnelled untouched; so are
+ * allowlisted hosts on ports other than 443, where the allowlist already
+ * permits everything and the protocol need not be TLS at all.
  */
-void
-intercept_audit(struct conn *c, const char *rule, const char *reason, const char *error,
-                const char *hint)
-{
-	struct audit_event ev;
-
-	audit_event_init(&ev);
-	ev.event = "tls";
-	ev.action = "block";
-	ev.rule = rule;
-	ev.source = rule != NULL ? "builtin" : NULL;
-	ev.reason = reason;
-	ev.mode = conn_mode(c);
-	ev.client = c->client_addr;
-	ev.host = c->dest->host.name;
-	ev.port = c->dest->port;
-	ev.sni = c->dest->sni[0] ? c->dest->sni : NULL;
-	ev.tls = (c->flags & CONN_F_TLS) ? "intercept" : NULL;
-	ev.error = error;
-	ev.hint = hint;
-	audit_write(c->e->audit, &ev);
-}
-
-/*
- * How an allowed CONNECT is carried: NULL to intercept it, else the kind
- * of byte tunnel. Hosts in network.passthrough are tunnelled untouched;
- * so are allowlisted hosts on ports other than 443, where the allowlist
- * already permits everything and the protocol need not be TLS at all.
- */
-const char *
-intercept_tunnel_kind(struct conn *c)
+enum exchange_tls
+intercept_tls_mode(struct conn *c)
 {
 	struct domain_match m;
 	const char *list = c->x->decision.list;
 
-	if (c->x->event != NULL)
-		return "tunnel"; /* transparent bytes that are not TLS */
+	if (c->x->kind == EXCHANGE_TCP)
+		return EXCHANGE_TLS_TUNNEL; /* redirected bytes that are not TLS */
 	if (c->x->host.kind == HOST_NAME && policy_passthrough(c->policy, &c->x->host, &m))
-		return "passthrough";
+		return EXCHANGE_TLS_PASSTHROUGH;
 	if (c->e->tls == NULL ||
 	    (list != NULL && strcmp(list, "allowlist") == 0 && c->x->port != 443))
-		return "tunnel";
-	return NULL;
+		return EXCHANGE_TLS_TUNNEL;
+	return EXCHANGE_TLS_INTERCEPT;
 }
 
 /* Whether the first bytes start an HTTP request line: a method, then a space. */
@@ -175,7 +148,7 @@ intercept_peek_classify(struct conn *c, const unsigned char *b, size_t n)
 	}
 	/* A passthrough tunnel: relayed untouched from here on. */
 	side_read(&c->up, 1);
-	forward_tunnel(c);
+	conn_tunnel(c);
 	return 0;
 }
 
@@ -268,8 +241,8 @@ intercept_tls_failed(struct conn *c, const char *error)
 	const char *ca = tls_ca_path(c->e->tls), *bundle = tls_bundle_path(c->e->tls);
 
 	if (c->flags & CONN_F_SNI_MISMATCH) {
-		intercept_audit(c, "sni-mismatch",
-		                "the TLS server name differs from the CONNECT host", error, NULL);
+		conn_audit_tls(c, "sni-mismatch",
+		               "the TLS server name differs from the CONNECT host", error, NULL);
 		conn_close(c, "SNI differs from the CONNECT host");
 		return;
 	}
@@ -280,8 +253,8 @@ intercept_tls_failed(struct conn *c, const char *error)
 		    "the client may not trust egressd's CA: give it %s (NODE_EXTRA_CA_CERTS=%s; "
 		    "SSL_CERT_FILE, REQUESTS_CA_BUNDLE, CURL_CA_BUNDLE, GIT_SSL_CAINFO=%s)",
 		    ca, ca, bundle != NULL ? bundle : ca);
-	intercept_audit(c, "client-tls", "TLS handshake with the client failed", error,
-	                hint[0] ? hint : NULL);
+	conn_audit_tls(c, "client-tls", "TLS handshake with the client failed", error,
+	               hint[0] ? hint : NULL);
 	conn_close(c, "TLS handshake failed");
 }
 
@@ -344,8 +317,6 @@ intercept_tls_accept(struct conn *c)
 void
 intercept_start(struct conn *c)
 {
-	static const char established[] = "HTTP/1.1 200 Connection established\r\n\r\n";
-
 	if (evbuffer_get_length(bufferevent_get_input(c->client.bev)) > 0) {
 		respond_error(c, 400, "Bad Request",
 		              "bytes sent before the tunnel was established");
@@ -355,14 +326,13 @@ intercept_start(struct conn *c)
 		c->dest = xcalloc(1, sizeof *c->dest);
 	c->dest->host = c->x->host;
 	c->dest->port = c->x->port;
-	c->x->status = 200;
-	c->x->tls = "intercept";
+	c->x->tls = EXCHANGE_TLS_INTERCEPT;
+	respond_established(c);
 	if (c->flags & CONN_F_TRANSPARENT) {
 		/* Its ClientHello was read already: the event can carry the name now. */
 		conn_audit(c);
 		conn_exchange_free(c);
-	} else
-		side_send(&c->client, established, sizeof established - 1);
+	}
 	/* The CONNECT's own Connection header says nothing about the requests inside. */
 	c->flags = (c->flags & ~CONN_F_CLIENT_CLOSE) | CONN_F_TLS;
 	if (evbuffer_get_length(bufferevent_get_output(c->client.bev)) > 0) {
@@ -438,5 +408,5 @@ intercept_request(struct conn *c)
 		return;
 	}
 	c->x->authority = u->form == HTTP_TARGET_ABSOLUTE ? u->authority : hv;
-	conn_request_body(c, 0);
+	conn_request_body(c);
 }

@@ -114,7 +114,7 @@ relay_upgrade(struct conn *c)
 	c->flags |= CONN_F_RESP_STARTED | CONN_F_CLIENT_CLOSE;
 	side_send(&c->client, head.data, head.len);
 	buf_free(&head);
-	forward_tunnel(c);
+	conn_tunnel(c);
 }
 
 /* Parse the response head; 100 Continue and other 1xx are handled here. */
@@ -157,13 +157,8 @@ relay_read_response(struct conn *c)
 				respond_error(c, 502, "Bad Gateway", "too many interim responses");
 				return;
 			}
-			if (c->x->resp.status == 100 &&
-			    (c->x->req.flags & HTTP_F_EXPECT_CONTINUE) &&
-			    !(c->flags & CONN_F_CONTINUE_SENT)) {
-				evbuffer_add_printf(bufferevent_get_output(c->client.bev),
-				                    "HTTP/1.1 100 Continue\r\n\r\n");
-				c->flags |= CONN_F_CONTINUE_SENT;
-			}
+			if (c->x->resp.status == 100 && (c->x->req.flags & HTTP_F_EXPECT_CONTINUE))
+				respond_continue(c);
 			http_msg_free(&c->x->resp);
 			http_msg_init(&c->x->resp);
 			continue;

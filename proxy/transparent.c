@@ -127,25 +127,23 @@ transparent_request(struct conn *c)
 		}
 		c->x->authority = hv;
 	}
-	conn_request_body(c, 0);
+	conn_request_body(c);
 }
 
 /*
  * Decide a connection the transparent listener classified: host (a name
  * from SNI, or the original address) and the original port, as a CONNECT
- * would be. kind is "connect" for TLS and "tcp" for bytes that are neither
- * TLS nor HTTP (decided by address alone).
+ * would be. kind is EXCHANGE_CONNECT for TLS and EXCHANGE_TCP for bytes
+ * that are neither TLS nor HTTP (decided by address alone).
  */
 void
-transparent_decide(struct conn *c, const struct host *h, uint16_t port, const char *kind)
+transparent_decide(struct conn *c, const struct host *h, uint16_t port, enum exchange_kind kind)
 {
 	struct policy_request pr;
 
 	conn_exchange_new(c);
-	c->x->req.method = "CONNECT";
-	c->x->req.method_id = HTTP_M_CONNECT;
-	c->x->req_parsed = 1;
-	c->x->event = kind;
+	c->x->kind = kind;
+	c->x->begun = 1;
 	c->x->t_start = time_mono_ms();
 	c->x->host = *h;
 	c->x->port = port;
@@ -155,7 +153,7 @@ transparent_decide(struct conn *c, const struct host *h, uint16_t port, const ch
 	pr.method = "CONNECT";
 	pr.port = port;
 	policy_decide(c->policy, &pr, &c->x->decision);
-	if (kind != NULL && c->x->decision.action != ACTION_BLOCK &&
+	if (kind == EXCHANGE_TCP && c->x->decision.action != ACTION_BLOCK &&
 	    (c->x->decision.list == NULL || strcmp(c->x->decision.list, "allowlist") != 0)) {
 		/*
 		 * Bytes that are neither TLS nor HTTP carry no method or name to
@@ -221,8 +219,8 @@ transparent_classify(struct conn *c, const unsigned char *b, size_t n)
 	switch (sni_parse(b, n, c->dest->sni, sizeof c->dest->sni, &err)) {
 	case SNI_MORE:
 		if (n >= TRANSPARENT_PEEK_MAX) {
-			intercept_audit(c, "client-hello", "ClientHello too large",
-			                "ClientHello too large", NULL);
+			conn_audit_tls(c, "client-hello", "ClientHello too large",
+			               "ClientHello too large", NULL);
 			c->flags |= CONN_F_AUDITED;
 			conn_close(c, "ClientHello too large");
 			return 0;
@@ -231,20 +229,20 @@ transparent_classify(struct conn *c, const unsigned char *b, size_t n)
 	case SNI_FOUND:
 		if ((err = host_parse(c->dest->sni, strlen(c->dest->sni), &h)) != NULL ||
 		    h.kind != HOST_NAME) {
-			intercept_audit(c, "client-hello", "the TLS server name is not a host name",
-			                err ? err : "an address as server name", NULL);
+			conn_audit_tls(c, "client-hello", "the TLS server name is not a host name",
+			               err ? err : "an address as server name", NULL);
 			c->flags |= CONN_F_AUDITED;
 			conn_close(c, "bad server name");
 			return 0;
 		}
-		transparent_decide(c, &h, c->dest->port, NULL);
+		transparent_decide(c, &h, c->dest->port, EXCHANGE_CONNECT);
 		return 0;
 	case SNI_ABSENT:
 		/* No name: the original address is all there is to decide by. */
-		transparent_decide(c, &c->dest->host, c->dest->port, NULL);
+		transparent_decide(c, &c->dest->host, c->dest->port, EXCHANGE_CONNECT);
 		return 0;
 	case SNI_ERROR:
-		intercept_audit(c, "client-hello", "malformed ClientHello", err, NULL);
+		conn_audit_tls(c, "client-hello", "malformed ClientHello", err, NULL);
 		c->flags |= CONN_F_AUDITED;
 		conn_close(c, "malformed ClientHello");
 		return 0;
@@ -258,7 +256,7 @@ transparent_classify(struct conn *c, const unsigned char *b, size_t n)
 		conn_start(c);
 		return 0;
 	}
-	transparent_decide(c, &c->dest->host, c->dest->port, "tcp");
+	transparent_decide(c, &c->dest->host, c->dest->port, EXCHANGE_TCP);
 	return 0;
 }
 

@@ -148,10 +148,7 @@ websocket_close(struct conn *c, unsigned code, const char *text, const char *err
 		side_send(&c->client, frame, ws_close_frame(frame, code, text));
 	c->x->error = error;
 	conn_audit(c); /* the upgrade's own event, while it still has its upstream */
-	side_detach(&c->up);
-	upstream_free(c->upstream);
-	c->upstream = NULL;
-	c->up.bev = NULL;
+	conn_up_detach(c, 0);
 	conn_flush_close(c);
 }
 

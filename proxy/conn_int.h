@@ -150,7 +150,6 @@ void conn_audit(struct conn *);
 void conn_audit_tls(struct conn *, const char *, const char *, const char *, const char *);
 void conn_exchange_new(struct conn *);
 void conn_exchange_free(struct conn *);
-void conn_request_body(struct conn *);
 void conn_proceed(struct conn *);
 void conn_client_read_cb(struct bufferevent *, void *);
 void conn_client_write_cb(struct bufferevent *, void *);
@@ -158,6 +157,11 @@ void conn_up_read_cb(struct bufferevent *, void *);
 void conn_up_write_cb(struct bufferevent *, void *);
 void conn_event_cb(struct bufferevent *, short, void *);
 void conn_side_read(evutil_socket_t, short, void *);
+
+/* request.c */
+void request_read_head(struct conn *);
+void request_hold_body(struct conn *);
+void request_body(struct conn *);
 
 /* intercept.c */
 enum exchange_tls intercept_tls_mode(struct conn *);

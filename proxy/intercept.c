@@ -408,5 +408,5 @@ intercept_request(struct conn *c)
 		return;
 	}
 	c->x->authority = u->form == HTTP_TARGET_ABSOLUTE ? u->authority : hv;
-	conn_request_body(c);
+	request_body(c);
 }

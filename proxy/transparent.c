@@ -127,7 +127,7 @@ transparent_request(struct conn *c)
 		}
 		c->x->authority = hv;
 	}
-	conn_request_body(c);
+	request_body(c);
 }
 
 /*

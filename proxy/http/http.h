@@ -148,9 +148,12 @@ enum http_parse http_parse_response(const char *, size_t, const struct http_limi
                                     enum http_method, struct http_msg *);
 enum http_method http_method_id(const char *, size_t);
 const char *http_msg_header(const struct http_msg *, const char *);
+const char *http_field_value(const struct http_msg *, enum http_field);
 enum http_field http_field_id(const char *, size_t);
 int http_list_has(const char *, const char *);
 int http_visible(const char *);
+
+/* http_serialize.c */
 int http_request_serialize(const struct http_msg *, const char *, const char *, int, struct buf *);
 int http_response_serialize(const struct http_msg *, int, int, struct buf *, enum http_body *);
 

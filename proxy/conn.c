@@ -190,14 +190,19 @@ conn_audit_tls(struct conn *c, const char *rule, const char *reason, const char 
 	audit_write(c->e->audit, &ev);
 }
 
+/* Free the connections closed since the last time (e->ev_reap, or at the end). */
 static void
-conn_free_cb(evutil_socket_t fd, short what, void *arg)
+conn_reap_cb(evutil_socket_t fd, short what, void *arg)
 {
-	struct conn *c = arg;
+	struct egressd *e = arg;
+	struct conn *c;
 
-	policy_unref(c->policy);
-	free(c->dest);
-	free(c);
+	while ((c = TAILQ_FIRST(&e->closed)) != NULL) {
+		TAILQ_REMOVE(&e->closed, c, entry);
+		policy_unref(c->policy);
+		free(c->dest);
+		free(c);
+	}
 }
 
 /* Start an exchange at the first byte of a request head. */
@@ -239,7 +244,9 @@ conn_exchange_free(struct conn *c)
 
 /*
  * The one teardown path: idempotent, audits the open exchange once, frees
- * both sides, and defers the final free so callers up the stack stay safe.
+ * both sides, and defers the final free so callers up the stack stay safe:
+ * the connection waits on e->closed for the reaper, which runs once the
+ * callbacks ready now are done.
  */
 void
 conn_close(struct conn *c, const char *why)
@@ -274,7 +281,8 @@ conn_close(struct conn *c, const char *why)
 	conn_exchange_free(c);
 	TAILQ_REMOVE(&e->conns, c, entry);
 	e->nconns--;
-	event_base_once(e->base, -1, EV_TIMEOUT, conn_free_cb, c, NULL);
+	TAILQ_INSERT_TAIL(&e->closed, c, entry);
+	event_active(e->ev_reap, EV_TIMEOUT, 0);
 	e->conn_gone(e);
 }
 
@@ -538,17 +546,28 @@ conn_side_read(evutil_socket_t fd, short what, void *arg)
 		conn_up_read_cb(s->bev, s);
 }
 
-/* The engine's state on the runtime: the exchanges' slab and the scratch buffer. */
+/*
+ * The engine's state on the runtime: the exchanges' slab, the scratch
+ * buffer, and the reaper of closed connections.
+ */
 void
 conn_engine_init(struct egressd *e)
 {
+	TAILQ_INIT(&e->closed);
+	if ((e->ev_reap = event_new(e->base, -1, 0, conn_reap_cb, e)) == NULL)
+		fatalx("cannot create the connection reaper");
 	slab_init(&e->xslab, sizeof(struct exchange));
 	e->scratch = evbuffer_new();
 }
 
+/* Free the engine's state, and the connections closed and not yet freed. */
 void
 conn_engine_free(struct egressd *e)
 {
+	conn_reap_cb(-1, 0, e);
+	if (e->ev_reap != NULL)
+		event_free(e->ev_reap);
+	e->ev_reap = NULL;
 	slab_release(&e->xslab);
 	if (e->scratch != NULL)
 		evbuffer_free(e->scratch);

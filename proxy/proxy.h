@@ -75,6 +75,8 @@ struct egressd {
 	 */
 	void (*conn_gone)(struct egressd *);
 	TAILQ_HEAD(, conn) conns;
+	TAILQ_HEAD(, conn) closed; /* closed, to be freed by ev_reap */
+	struct event *ev_reap;
 	unsigned nconns;
 	uint64_t conn_seq;
 	struct egressd_limits lim;

@@ -67,7 +67,7 @@ struct conn_dest {
 
 /* What an exchange is: the path it takes and the event its audit line is. */
 enum exchange_kind {
-	EXCHANGE_HTTP, /* a request forwarded as HTTP: absolute-form, inside TLS, or redirected */
+	EXCHANGE_HTTP,    /* a request sent on as HTTP: absolute-form, inside TLS, redirected */
 	EXCHANGE_CONNECT, /* a CONNECT, or a redirected ClientHello decided as one would be */
 	EXCHANGE_TCP,     /* redirected bytes that are neither TLS nor HTTP */
 };

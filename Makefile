@@ -2,7 +2,9 @@
 #   make run    build, then run egressd with the embedded default policy
 #   make test   install dependencies, build, run every test
 # Both install the Debian packages they need first (scripts/install-deps,
-# idempotent). Other targets: sanitize, fuzz, bench, format, format-check.
+# idempotent): `make run` and `make build` only what building and running
+# egressd needs (--run); test, lint, sanitize, fuzz and bench the whole
+# set. Other targets: lint, sanitize, fuzz, bench, format, format-check.
 
 BUILD     ?= build
 JOBS      ?= $(shell nproc 2>/dev/null || echo 2)
@@ -12,16 +14,23 @@ FUZZ_TIME ?= 60
 
 CMAKE_FLAGS = -DEGRESS_WERROR=$(WERROR)
 
-.PHONY: all deps build run test sanitize fuzz bench format format-check clean
+.PHONY: all deps deps-run build run test lint sanitize fuzz bench format format-check clean
 
 all: build
 
 deps:
 	@scripts/install-deps
 
-build: deps
+deps-run:
+	@scripts/install-deps --run
+
+define configure_and_build
 	cmake -S . -B $(BUILD) $(CMAKE_FLAGS) >/dev/null
 	cmake --build $(BUILD) -j $(JOBS)
+endef
+
+build: deps-run
+	$(configure_and_build)
 
 # The main job: egressd with the embedded default policy on 127.0.0.1:18080,
 # printing the lines to paste into a shell. Ctrl-C stops it.
@@ -29,16 +38,22 @@ run: build
 	$(BUILD)/policyctl check >/dev/null
 	$(BUILD)/egressd
 
-test: build
+test: deps
+	$(configure_and_build)
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
-# Unit and integration suites under AddressSanitizer + UndefinedBehaviorSanitizer.
+# shellcheck and pyflakes over every shell and Python script, and the
+# include rules of DESIGN §2 over the C tree (scripts/lint).
+lint: deps
+	scripts/lint
+
+# Unit, engine and integration suites under AddressSanitizer + UndefinedBehaviorSanitizer.
 sanitize: deps
 	cmake -S . -B build-asan $(CMAKE_FLAGS) -DEGRESS_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
 	cmake --build build-asan -j $(JOBS)
 	cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-		ctest --output-on-failure -j $(JOBS) -L 'unit|integration'
+		ctest --output-on-failure -j $(JOBS) -L 'unit|engine|integration'
 
 # libFuzzer targets (clang); each runs FUZZ_TIME seconds from its seed corpus.
 fuzz: deps

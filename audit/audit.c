@@ -2,9 +2,10 @@
  * The audit log writer: one JSON object per line (JSON Lines), each line
  * handed to the kernel whole with a single write(2) on an O_APPEND
  * descriptor, so readers never see half a line. Every line carries "prev",
- * the SHA-256 of the line before it in the file, which lets a copy of the
- * log be checked for lines removed, inserted or edited. The schema for
- * users is docs/audit.md.
+ * the SHA-256 of the line before it in the file (chain.c), which lets a
+ * copy of the log be checked for lines removed, inserted or edited. The
+ * keys are those of fields.c, in its order; the schema for users is
+ * docs/audit.md.
  */
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -18,20 +19,9 @@
 #include <time.h>
 #include <unistd.h>
 
-/*
- * SHA256_Init and friends are deprecated in OpenSSL 3 in favour of EVP,
- * but not removed. The chain hashes every line, and EVP_DigestInit_ex
- * there frees and makes a provider context each time (about a tenth of
- * a DNS query's cost in egressd); the low-level calls run the same SHA-256
- * code (SHA-NI where the CPU has it) on a context of our own.
- */
-#define OPENSSL_SUPPRESS_DEPRECATED
-#include <openssl/sha.h>
-
 #include "audit.h"
 
-#define AUDIT_HASH_HEX     64
-#define AUDIT_FIELD_MAX    8192              /* bytes of one string value that are logged */
+#define AUDIT_VALUE_MAX    8192              /* bytes of one string value that are logged */
 #define AUDIT_TAIL_MAX     (4 * 1024 * 1024) /* longest last line audit_open accepts */
 #define AUDIT_TAIL_BLOCK   65536
 #define AUDIT_TAIL_TRIES   5 /* re-reads of a tail that is still growing */
@@ -44,8 +34,8 @@ struct audit {
 #define AUDIT_F_REGULAR 0x2 /* a regular file: its cache released, fsync at close */
 #define AUDIT_F_TORN    0x4 /* the file ends inside a line: start the next with '\n' */
 	uint64_t seq;
-	char prev[AUDIT_HASH_HEX + 1];
-	SHA256_CTX sha;
+	char prev[CHAIN_HEX + 1]; /* the link of the last line */
+	struct chain *chain;
 	struct buf line;
 	struct buf pending;     /* batched lines not written yet */
 	time_t ts_sec;          /* the second ts_text was made for */
@@ -95,45 +85,11 @@ audit_event_init(struct audit_event *ev)
 	};
 }
 
-static void
-audit_hash_begin(struct audit *a)
-{
-	if (SHA256_Init(&a->sha) != 1)
-		fatalx("audit: SHA-256 init failed");
-}
-
-static void
-audit_hash_update(struct audit *a, const void *p, size_t len)
-{
-	if (SHA256_Update(&a->sha, p, len) != 1)
-		fatalx("audit: SHA-256 update failed");
-}
-
-/* Finish the digest into a->prev as lowercase hex. */
-static void
-audit_hash_end(struct audit *a)
-{
-	static const char hex[] = "0123456789abcdef";
-	unsigned char md[SHA256_DIGEST_LENGTH];
-	unsigned int i;
-
-	_Static_assert(SHA256_DIGEST_LENGTH * 2 == AUDIT_HASH_HEX, "hex digest size");
-	if (SHA256_Final(md, &a->sha) != 1)
-		fatalx("audit: SHA-256 final failed");
-	for (i = 0; i < SHA256_DIGEST_LENGTH; i++) {
-		a->prev[2 * i] = hex[md[i] >> 4];
-		a->prev[2 * i + 1] = hex[md[i] & 0xf];
-	}
-	a->prev[AUDIT_HASH_HEX] = '\0';
-}
-
 /* The chain moves on past one line (or the bytes of it that landed). */
 static void
 audit_hash_line(struct audit *a, const char *p, size_t len)
 {
-	audit_hash_begin(a);
-	audit_hash_update(a, p, len);
-	audit_hash_end(a);
+	chain_line(a->chain, p, len, a->prev);
 }
 
 /* Read exactly n bytes at off; -1 with errno 0 when the file is shorter. */
@@ -232,16 +188,16 @@ audit_tail_hash(struct audit *a, int rfd, char *blk, const struct audit_tail *t,
 	off_t pos;
 	size_t n;
 
-	audit_hash_begin(a);
+	chain_begin(a->chain);
 	for (pos = t->start; pos < t->end; pos += (off_t)n) {
 		n = t->end - pos < AUDIT_TAIL_BLOCK ? (size_t)(t->end - pos) : AUDIT_TAIL_BLOCK;
 		if (audit_pread(rfd, blk, n, pos) == -1) {
 			audit_err_read(errbuf, errlen, name);
 			return -1;
 		}
-		audit_hash_update(a, blk, n);
+		chain_update(a->chain, blk, n);
 	}
-	audit_hash_end(a);
+	chain_end(a->chain, a->prev);
 	return 0;
 }
 
@@ -325,8 +281,8 @@ audit_new(int fd, int flags)
 	a = xcalloc(1, sizeof *a);
 	a->fd = fd;
 	a->flags = flags;
-	memset(a->prev, '0', AUDIT_HASH_HEX);
-	a->prev[AUDIT_HASH_HEX] = '\0';
+	memcpy(a->prev, chain_zeros, sizeof a->prev);
+	a->chain = chain_new();
 	buf_init(&a->line);
 	return a;
 }
@@ -335,6 +291,7 @@ audit_new(int fd, int flags)
 static void
 audit_discard(struct audit *a)
 {
+	chain_free(a->chain);
 	buf_free(&a->line);
 	buf_free(&a->pending);
 	free(a);
@@ -450,54 +407,59 @@ audit_open_fd(int fd, char *errbuf, size_t errlen)
 }
 
 /*
- * Append ,"key":"value". Values are capped at AUDIT_FIELD_MAX bytes (cut
- * before a UTF-8 continuation byte) so every line stays far below what
- * audit_open accepts as a last line.
+ * ,"key": for a field of the table (fields.c): keys are the writer's own
+ * constants, so no escaping is needed. The first key, "v", opens the line
+ * without a comma.
  */
-/* ,"key": (keys are the writer's own constants: no escaping needed) */
-static void
-audit_add_key(struct buf *b, const char *key)
+static inline void
+audit_add_key(struct buf *b, enum audit_field f)
 {
-	size_t n = strlen(key);
+	const struct fields_entry *k = &fields_table[f];
 
-	buf_reserve(b, n + 4);
-	b->data[b->len++] = ',';
+	buf_reserve(b, k->len + 4);
+	if (f != AUDIT_FIELD_V)
+		b->data[b->len++] = ',';
 	b->data[b->len++] = '"';
-	memcpy(b->data + b->len, key, n);
-	b->len += n;
+	memcpy(b->data + b->len, k->name, k->len);
+	b->len += k->len;
 	b->data[b->len++] = '"';
 	b->data[b->len++] = ':';
 	b->data[b->len] = '\0';
 }
 
+/*
+ * Append ,"key":"value". Values are capped at AUDIT_VALUE_MAX bytes (cut
+ * before a UTF-8 continuation byte) so every line stays far below what
+ * audit_open accepts as a last line.
+ */
 static void
-audit_add_str(struct buf *b, const char *key, const char *s, size_t len, int *truncated)
+audit_add_str(struct buf *b, enum audit_field f, const char *s, size_t len, int *truncated)
 {
-	if (len > AUDIT_FIELD_MAX) {
-		len = AUDIT_FIELD_MAX;
-		while (len > AUDIT_FIELD_MAX - 3 && ((unsigned char)s[len] & 0xc0) == 0x80)
+	if (len > AUDIT_VALUE_MAX) {
+		len = AUDIT_VALUE_MAX;
+		while (len > AUDIT_VALUE_MAX - 3 && ((unsigned char)s[len] & 0xc0) == 0x80)
 			len--;
 		*truncated = 1;
 	}
-	audit_add_key(b, key);
+	audit_add_key(b, f);
 	json_escape(b, s, len);
 }
 
 static void
-audit_add_cstr(struct buf *b, const char *key, const char *s, int *truncated)
+audit_add_cstr(struct buf *b, enum audit_field f, const char *s, int *truncated)
 {
 	if (s != NULL)
-		audit_add_str(b, key, s, strnlen(s, AUDIT_FIELD_MAX + 1), truncated);
+		audit_add_str(b, f, s, strnlen(s, AUDIT_VALUE_MAX + 1), truncated);
 }
 
 static void
-audit_add_num(struct buf *b, const char *key, int64_t v)
+audit_add_num(struct buf *b, enum audit_field f, int64_t v)
 {
 	char num[24];
 
 	if (v < 0)
 		return;
-	audit_add_key(b, key);
+	audit_add_key(b, f);
 	buf_add(b, num, str_u64(num, (uint64_t)v));
 }
 
@@ -508,7 +470,8 @@ audit_add_graphql(struct buf *b, const struct gql_result *g)
 
 	if (g == NULL || g->op == GQL_NONE)
 		return;
-	buf_printf(b, ",\"graphql\":{\"operation\":");
+	audit_add_key(b, AUDIT_FIELD_GRAPHQL);
+	buf_adds(b, "{\"operation\":");
 	json_escape_str(b, graphql_op_name(g->op));
 	buf_adds(b, ",\"name\":");
 	if ((len = strnlen(g->name, sizeof g->name)) > 0)
@@ -538,57 +501,68 @@ audit_ts(struct audit *a, const struct timespec *now, char ts[32])
 	ts[22] = (char)('0' + ms % 10);
 }
 
-/* Append the JSON object of one event to b, without a newline. */
+/*
+ * Append the JSON object of one event to b, without a newline. The keys
+ * come in the order of the table of fields, each from it.
+ */
 static void
 audit_build(struct audit *a, struct buf *b, const struct audit_event *ev)
 {
 	struct timespec now;
-	char ts[32];
+	char ts[32], num[24];
 	int truncated = 0;
-
-	char num[24];
 
 	clock_gettime(CLOCK_REALTIME, &now);
 	audit_ts(a, &now, ts);
-	buf_adds(b, "{\"v\":1,\"ts\":\"");
+	buf_addc(b, '{');
+	audit_add_key(b, AUDIT_FIELD_V);
+	buf_addc(b, '1');
+	audit_add_key(b, AUDIT_FIELD_TS);
+	buf_addc(b, '"');
 	buf_adds(b, ts);
-	buf_adds(b, "\",\"seq\":");
+	buf_addc(b, '"');
+	audit_add_key(b, AUDIT_FIELD_SEQ);
 	buf_add(b, num, str_u64(num, a->seq));
-	audit_add_cstr(b, "event", ev->event, &truncated);
-	audit_add_cstr(b, "action", ev->action, &truncated);
-	audit_add_cstr(b, "rule", ev->rule, &truncated);
-	audit_add_cstr(b, "source", ev->source, &truncated);
-	audit_add_cstr(b, "reason", ev->reason, &truncated);
-	audit_add_cstr(b, "mode", ev->mode, &truncated);
-	audit_add_cstr(b, "client", ev->client, &truncated);
-	audit_add_cstr(b, "host", ev->host, &truncated);
-	audit_add_num(b, "port", ev->port);
-	audit_add_cstr(b, "scheme", ev->scheme, &truncated);
-	audit_add_cstr(b, "method", ev->method, &truncated);
+	audit_add_cstr(b, AUDIT_FIELD_EVENT, ev->event, &truncated);
+	audit_add_cstr(b, AUDIT_FIELD_ACTION, ev->action, &truncated);
+	audit_add_cstr(b, AUDIT_FIELD_RULE, ev->rule, &truncated);
+	audit_add_cstr(b, AUDIT_FIELD_SOURCE, ev->source, &truncated);
+	audit_add_cstr(b, AUDIT_FIELD_REASON, ev->reason, &truncated);
+	audit_add_cstr(b, AUDIT_FIELD_MODE, ev->mode, &truncated);
+	audit_add_cstr(b, AUDIT_FIELD_CLIENT, ev->client, &truncated);
+	audit_add_cstr(b, AUDIT_FIELD_HOST, ev->host, &truncated);
+	audit_add_num(b, AUDIT_FIELD_PORT, ev->port);
+	audit_add_cstr(b, AUDIT_FIELD_SCHEME, ev->scheme, &truncated);
+	audit_add_cstr(b, AUDIT_FIELD_METHOD, ev->method, &truncated);
 	/* The query string carries secrets (tokens, keys): never log it. */
 	if (ev->path != NULL)
-		audit_add_str(b, "path", ev->path, strcspn(ev->path, "?#"), &truncated);
-	audit_add_num(b, "status", ev->status);
-	audit_add_num(b, "bytes_up", ev->bytes_up);
-	audit_add_num(b, "bytes_down", ev->bytes_down);
-	audit_add_num(b, "duration_ms", ev->duration_ms);
+		audit_add_str(b, AUDIT_FIELD_PATH, ev->path, strcspn(ev->path, "?#"), &truncated);
+	audit_add_num(b, AUDIT_FIELD_STATUS, ev->status);
+	audit_add_num(b, AUDIT_FIELD_BYTES_UP, ev->bytes_up);
+	audit_add_num(b, AUDIT_FIELD_BYTES_DOWN, ev->bytes_down);
+	audit_add_num(b, AUDIT_FIELD_DURATION_MS, ev->duration_ms);
 	audit_add_graphql(b, ev->graphql);
-	audit_add_cstr(b, "qname", ev->qname, &truncated);
-	audit_add_cstr(b, "qtype", ev->qtype, &truncated);
-	audit_add_cstr(b, "rcode", ev->rcode, &truncated);
-	audit_add_cstr(b, "error", ev->error, &truncated);
-	audit_add_cstr(b, "addr", ev->addr, &truncated);
-	audit_add_cstr(b, "sni", ev->sni, &truncated);
-	audit_add_cstr(b, "tls", ev->tls, &truncated);
-	audit_add_cstr(b, "hint", ev->hint, &truncated);
-	audit_add_cstr(b, "proto", ev->proto, &truncated);
-	audit_add_num(b, "uid", ev->uid);
-	if (ev->cached)
-		buf_adds(b, ",\"cached\":true");
-	if (truncated)
-		buf_adds(b, ",\"truncated\":true");
-	buf_adds(b, ",\"prev\":\"");
-	buf_adds(b, a->prev);
+	audit_add_cstr(b, AUDIT_FIELD_QNAME, ev->qname, &truncated);
+	audit_add_cstr(b, AUDIT_FIELD_QTYPE, ev->qtype, &truncated);
+	audit_add_cstr(b, AUDIT_FIELD_RCODE, ev->rcode, &truncated);
+	audit_add_cstr(b, AUDIT_FIELD_ERROR, ev->error, &truncated);
+	audit_add_cstr(b, AUDIT_FIELD_ADDR, ev->addr, &truncated);
+	audit_add_cstr(b, AUDIT_FIELD_SNI, ev->sni, &truncated);
+	audit_add_cstr(b, AUDIT_FIELD_TLS, ev->tls, &truncated);
+	audit_add_cstr(b, AUDIT_FIELD_HINT, ev->hint, &truncated);
+	audit_add_cstr(b, AUDIT_FIELD_PROTO, ev->proto, &truncated);
+	audit_add_num(b, AUDIT_FIELD_UID, ev->uid);
+	if (ev->cached) {
+		audit_add_key(b, AUDIT_FIELD_CACHED);
+		buf_adds(b, "true");
+	}
+	if (truncated) {
+		audit_add_key(b, AUDIT_FIELD_TRUNCATED);
+		buf_adds(b, "true");
+	}
+	audit_add_key(b, AUDIT_FIELD_PREV);
+	buf_addc(b, '"');
+	buf_add(b, a->prev, CHAIN_HEX);
 	buf_add(b, "\"}", 2);
 }
 

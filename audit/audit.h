@@ -2,7 +2,8 @@
  * The audit module: egressd's JSON Lines audit log, one decision a line,
  * each line chained to the one before by a hash, written whole with one
  * write(2). The proxy and the resolver hand it events; policyctl reads the
- * log back (policyctl/review*.c).
+ * log back (policyctl/review*.c) with the same hash chain and the same
+ * table of fields.
  */
 #ifndef AUDIT_H
 #define AUDIT_H
@@ -60,5 +61,67 @@ int audit_write(struct audit *, const struct audit_event *);
 void audit_set_batch(struct audit *, void (*)(void *), void *);
 int audit_flush(struct audit *);
 void audit_close(struct audit *);
+
+/* chain.c */
+#define CHAIN_HEX 64                          /* a link: the SHA-256 of a line, in lowercase hex */
+extern const char chain_zeros[CHAIN_HEX + 1]; /* what the first line links to */
+struct chain;
+struct chain *chain_new(void);
+void chain_free(struct chain *);
+void chain_begin(struct chain *);
+void chain_update(struct chain *, const void *, size_t);
+void chain_end(struct chain *, char[CHAIN_HEX + 1]);
+void chain_line(struct chain *, const void *, size_t, char[CHAIN_HEX + 1]);
+
+/* fields.c */
+enum audit_field {
+	AUDIT_FIELD_V,
+	AUDIT_FIELD_TS,
+	AUDIT_FIELD_SEQ,
+	AUDIT_FIELD_EVENT,
+	AUDIT_FIELD_ACTION,
+	AUDIT_FIELD_RULE,
+	AUDIT_FIELD_SOURCE,
+	AUDIT_FIELD_REASON,
+	AUDIT_FIELD_MODE,
+	AUDIT_FIELD_CLIENT,
+	AUDIT_FIELD_HOST,
+	AUDIT_FIELD_PORT,
+	AUDIT_FIELD_SCHEME,
+	AUDIT_FIELD_METHOD,
+	AUDIT_FIELD_PATH,
+	AUDIT_FIELD_STATUS,
+	AUDIT_FIELD_BYTES_UP,
+	AUDIT_FIELD_BYTES_DOWN,
+	AUDIT_FIELD_DURATION_MS,
+	AUDIT_FIELD_GRAPHQL,
+	AUDIT_FIELD_QNAME,
+	AUDIT_FIELD_QTYPE,
+	AUDIT_FIELD_RCODE,
+	AUDIT_FIELD_ERROR,
+	AUDIT_FIELD_ADDR,
+	AUDIT_FIELD_SNI,
+	AUDIT_FIELD_TLS,
+	AUDIT_FIELD_HINT,
+	AUDIT_FIELD_PROTO,
+	AUDIT_FIELD_UID,
+	AUDIT_FIELD_CACHED,
+	AUDIT_FIELD_TRUNCATED,
+	AUDIT_FIELD_PREV,
+	AUDIT_FIELD_COUNT,
+};
+enum audit_value {
+	AUDIT_VALUE_STRING,
+	AUDIT_VALUE_INT,    /* non-negative */
+	AUDIT_VALUE_TRUE,   /* present only when true */
+	AUDIT_VALUE_OBJECT, /* graphql: {"operation", "name"} */
+};
+struct fields_entry {
+	const char *name;
+	size_t len;
+	enum audit_value value;
+};
+extern const struct fields_entry fields_table[AUDIT_FIELD_COUNT];
+int fields_find(const char *, size_t, int);
 
 #endif

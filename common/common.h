@@ -1,8 +1,9 @@
 /*
  * Helpers every module needs: allocation that aborts on exhaustion, the
- * diagnostic log, a growable byte buffer, JSON string escaping (with the
- * UTF-8, hex digit and HTTP token checks other parsers share), time,
- * listening-socket addresses, and slabs of fixed-size objects.
+ * diagnostic log, a growable byte buffer, numbers and bytes written as
+ * text, the UTF-8, hex digit and HTTP token checks parsers share, JSON
+ * string escaping, time, listening-socket addresses, and slabs of
+ * fixed-size objects.
  */
 #ifndef COMMON_H
 #define COMMON_H
@@ -26,9 +27,18 @@ void *xreallocarray(void *, size_t, size_t);
 char *xstrdup(const char *);
 char *xstrndup(const char *, size_t);
 char *xasprintf(const char *, ...) EG_PRINTF(1, 2);
+
+/* str.c */
 size_t str_copy(char *, size_t, const char *);
 size_t str_u64(char *, uint64_t);
 size_t str_ipv4(char *, const uint8_t[4]);
+size_t str_hex(char *, const void *, size_t);
+
+/* text.c */
+size_t text_utf8_len(const unsigned char *, size_t);
+int text_hex_value(int);
+int text_http_tchar(int);
+int text_http_token(const char *, size_t);
 
 /* slab.c */
 #define SLAB_CHUNK 65536u
@@ -120,10 +130,6 @@ char *buf_release(struct buf *);
 /* json.c */
 void json_escape(struct buf *, const char *, size_t);
 void json_escape_str(struct buf *, const char *);
-size_t utf8_len(const unsigned char *, size_t);
-int hex_value(int);
-int http_tchar(int);
-int http_token(const char *, size_t);
 
 /* timeutil.c */
 void time_rfc3339_ms(const struct timespec *, char[32]);
@@ -134,6 +140,7 @@ uint64_t time_mono_us(void);
 const char *sock_parse(const char *, int, struct sockaddr_storage *, socklen_t *);
 int sock_addr_is_loopback(const struct sockaddr_storage *);
 int sock_is_loopback(int);
+int sock_listen(const struct sockaddr_storage *, socklen_t, int, int);
 void sock_text(const struct sockaddr_storage *, char *, size_t);
 void sock_local_text(int, char *, size_t);
 int sock_inherited(const char *, int, int);

@@ -2,8 +2,8 @@
  * Socket addresses as the command lines give them ("127.0.0.1:18080",
  * "[::1]:53", a bare IPv6 address where a default port applies), the
  * loopback test that keeps every listener private unless told otherwise,
- * and the listening sockets a launcher hands down (the LISTEN_FDS
- * convention), shared by the proxy and the resolver.
+ * the listening sockets bound here, and those a launcher hands down (the
+ * LISTEN_FDS convention), shared by the proxy and the resolver.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -71,6 +71,33 @@ sock_parse(const char *spec, int defport, struct sockaddr_storage *ss, socklen_t
 		return NULL;
 	}
 	return "not an IP address (names are not accepted for listeners)";
+}
+
+/*
+ * A non-blocking, close-on-exec socket of type (SOCK_STREAM or SOCK_DGRAM)
+ * bound to ss; a stream socket also listens with backlog, and takes
+ * SO_REUSEADDR so that a restart binds while old connections linger. A
+ * datagram socket never does: another process could then share its port.
+ * Returns the fd, or -1 with errno set.
+ */
+int
+sock_listen(const struct sockaddr_storage *ss, socklen_t len, int type, int backlog)
+{
+	int fd, one = 1, saved;
+
+	fd = socket(ss->ss_family, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd == -1)
+		return -1;
+	if (type == SOCK_STREAM)
+		(void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+	if (bind(fd, (const struct sockaddr *)ss, len) == -1 ||
+	    (type == SOCK_STREAM && listen(fd, backlog) == -1)) {
+		saved = errno;
+		close(fd);
+		errno = saved;
+		return -1;
+	}
+	return fd;
 }
 
 /* 127.0.0.0/8, ::1, or an IPv4-mapped loopback address. */

@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "policy.h"
+#include "policy_int.h"
 
 struct addr_range {
 	sa_family_t af;

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "policy.h"
+#include "policy_int.h"
 
 /*
  * Names whose subdomains are DoH endpoints too: these domains serve

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "policy.h"
+#include "policy_int.h"
 
 #define DOMAIN_MAX_FILES   UINT16_MAX
 #define DOMAIN_RESERVE_MAX (1 << 22) /* what a hint may make room for */

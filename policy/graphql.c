@@ -102,7 +102,7 @@ graphql_source_char(const unsigned char *p, const unsigned char *end)
 {
 	if (*p < 0x20 && *p != '\t')
 		return 0;
-	return utf8_len(p, (size_t)(end - p));
+	return text_utf8_len(p, (size_t)(end - p));
 }
 
 /* Skips ignored tokens; with strict unset, comments are not checked. */
@@ -147,7 +147,7 @@ graphql_lex_escape(const unsigned char **pp, const unsigned char *end)
 		return "parse error: invalid escape in string";
 	if (p < end && *p == '{') {
 		for (i = 0, p++; p < end && *p != '}'; p++, i++) {
-			if ((v = hex_value(*p)) == -1 || i >= 8)
+			if ((v = text_hex_value(*p)) == -1 || i >= 8)
 				return "parse error: invalid escape in string";
 			cp = (cp << 4) | (uint32_t)v;
 		}
@@ -157,7 +157,7 @@ graphql_lex_escape(const unsigned char **pp, const unsigned char *end)
 		return NULL;
 	}
 	for (i = 0; i < 4; i++, p++) {
-		if (p >= end || hex_value(*p) == -1)
+		if (p >= end || text_hex_value(*p) == -1)
 			return "parse error: invalid escape in string";
 	}
 	*pp = p;

@@ -26,8 +26,8 @@ graphql_pct_decode(const char *s, size_t len, size_t *outlen)
 	for (i = 0; i < len; i++) {
 		if (s[i] == '+')
 			out[n++] = ' ';
-		else if (s[i] == '%' && len - i > 2 && (hi = hex_value(s[i + 1])) != -1 &&
-		         (lo = hex_value(s[i + 2])) != -1) {
+		else if (s[i] == '%' && len - i > 2 && (hi = text_hex_value(s[i + 1])) != -1 &&
+		         (lo = text_hex_value(s[i + 2])) != -1) {
 			out[n++] = (char)(hi << 4 | lo);
 			i += 2;
 		} else

@@ -5,7 +5,7 @@
 #ifndef GRAPHQL_INT_H
 #define GRAPHQL_INT_H
 
-#include "policy.h"
+#include "policy_int.h"
 
 /* graphql.c */
 void graphql_result_set(struct gql_result *, enum gql_op, const char *);

@@ -15,7 +15,7 @@
 
 #include <idn2.h>
 
-#include "policy.h"
+#include "policy_int.h"
 
 /* Longer input cannot become a name of 253 bytes, even fully non-ASCII. */
 #define HOST_INPUT_MAX 1024

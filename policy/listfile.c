@@ -18,7 +18,7 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "policy.h"
+#include "policy_int.h"
 
 #define LISTFILE_MAX_SIZE ((off_t)512 << 20)
 #define LISTFILE_MAX_LINE 4096

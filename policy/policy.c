@@ -3,22 +3,16 @@
  * compiled from a merged configuration: the host lists become matchers, the
  * third-party list files are loaded, and from then on decisions only read
  * it. The proxy, the resolver and policyctl all decide through
- * policy_decide() and policy_check_addr(), so they cannot disagree.
+ * policy_decide() (and, for the addresses a name resolves to,
+ * policy_check_addr()), so they cannot disagree. Here is the order of the
+ * decision (DESIGN §5); its step 4, the method, GraphQL and WebSocket
+ * rules of practical mode, is practical.c.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "policy.h"
-
-struct policy {
-	int refcnt;
-	struct config *cfg;
-	struct domain_set *allow;
-	struct domain_set *block;
-	struct domain_set *passthrough;
-	char *warnings;
-};
+#include "policy_int.h"
 
 /* "file:line", or "builtin" without a file; out has room for a line number. */
 static void
@@ -35,7 +29,7 @@ policy_source(const char *file, unsigned line, char *out, size_t len)
 	str_u64(out + n, line);
 }
 
-static void
+void
 policy_loc_format(const struct cfg_loc *loc, char *out, size_t len)
 {
 	policy_source(loc->file, loc->line, out, len);
@@ -223,6 +217,35 @@ policy_action_name(enum policy_action a)
 	return "block";
 }
 
+/* The list's name in explain's and the resolver's text; NULL for none. */
+const char *
+policy_list_name(enum policy_list l)
+{
+	switch (l) {
+	case POLICY_LIST_NONE:
+		break;
+	case POLICY_LIST_ALLOWLIST:
+		return "allowlist";
+	case POLICY_LIST_BLOCKLIST:
+		return "blocklist";
+	case POLICY_LIST_DOH:
+		return "doh";
+	case POLICY_LIST_MODE:
+		return "mode";
+	case POLICY_LIST_METHODS:
+		return "methods";
+	case POLICY_LIST_GRAPHQL:
+		return "graphql";
+	case POLICY_LIST_WEBSOCKET:
+		return "websocket";
+	case POLICY_LIST_ADDRESS:
+		return "address";
+	case POLICY_LIST_NAME:
+		return "name";
+	}
+	return NULL;
+}
+
 const char *
 policy_mode_note(enum policy_mode m)
 {
@@ -240,7 +263,7 @@ policy_mode_note(enum policy_mode m)
 }
 
 /* reason = subject + text, without a format parse on the common paths. */
-static void
+void
 policy_reason(struct decision *d, const char *subject, const char *text)
 {
 	size_t n = str_copy(d->reason, sizeof d->reason, subject);
@@ -248,8 +271,9 @@ policy_reason(struct decision *d, const char *subject, const char *text)
 	str_copy(d->reason + n, sizeof d->reason - n, text);
 }
 
-static void
-decision_set(struct decision *d, enum policy_action action, const char *rule, const char *list)
+void
+policy_decision_set(struct decision *d, enum policy_action action, const char *rule,
+                    enum policy_list list)
 {
 	d->action = action;
 	str_copy(d->rule, sizeof d->rule, rule);
@@ -257,292 +281,28 @@ decision_set(struct decision *d, enum policy_action action, const char *rule, co
 }
 
 static void
-decision_from_match(struct decision *d, enum policy_action action, const struct domain_match *m,
-                    const char *list)
+policy_decision_match(struct decision *d, enum policy_action action, const struct domain_match *m,
+                      enum policy_list list)
 {
-	decision_set(d, action, m->pattern, list);
+	policy_decision_set(d, action, m->pattern, list);
 	policy_match_source(m, d->source, sizeof d->source);
 }
 
-/* Find method in allowMethods; methods are case-sensitive (RFC 9110). */
-static const struct cfg_item *
-policy_find_method(const struct config *cfg, const char *method)
-{
-	size_t i;
-
-	for (i = 0; i < cfg->allow_methods.n; i++)
-		if (strcmp(cfg->allow_methods.items[i].value, method) == 0)
-			return &cfg->allow_methods.items[i];
-	return NULL;
-}
-
-static void
-policy_methods_text(const struct config *cfg, char *out, size_t len)
-{
-	size_t i, off = 0;
-	int n;
-
-	out[0] = '\0';
-	for (i = 0; i < cfg->allow_methods.n && off < len; i++) {
-		n = snprintf(out + off, len - off, "%s%s", i ? ", " : "",
-		             cfg->allow_methods.items[i].value);
-		if (n < 0)
-			break;
-		off += (size_t)n;
-	}
-	if (cfg->allow_methods.n == 0)
-		snprintf(out, len, "none");
-}
-
 /* A request that breaks the practical-mode rules: block or flag it. */
-static void
-policy_violation(const struct policy *p, struct decision *d, const char *rule, const char *list,
-                 const struct cfg_loc *loc)
+void
+policy_violation(const struct policy *p, struct decision *d, const char *rule,
+                 enum policy_list list, const struct cfg_loc *loc)
 {
 	enum policy_action a;
 	size_t n;
 
 	a = p->cfg->on_violation == VIOLATION_FLAG ? ACTION_FLAG : ACTION_BLOCK;
-	decision_set(d, a, rule, list);
+	policy_decision_set(d, a, rule, list);
 	policy_loc_format(loc, d->source, sizeof d->source);
 	if (a == ACTION_FLAG) {
 		n = strlen(d->reason);
 		snprintf(d->reason + n, sizeof d->reason - n, "; let through (onViolation: flag)");
 	}
-}
-
-/* How the method rules judge one method a request may be served as. */
-enum policy_method_verdict {
-	POLICY_METHOD_ALLOWED, /* in allowMethods */
-	POLICY_METHOD_GRAPHQL, /* lifted, or its body vouched for, by the GraphQL allowance */
-	POLICY_METHOD_DENIED,  /* not in allowMethods */
-	POLICY_METHOD_BODY,    /* a read method carrying a body that is not a GraphQL query */
-};
-
-/*
- * The methods defined without content (RFC 9110 §9.3): a body on them has
- * no meaning a client relies on, so it is only ever a channel.
- */
-static int
-policy_read_method(const char *m)
-{
-	return strcmp(m, "GET") == 0 || strcmp(m, "HEAD") == 0 || strcmp(m, "OPTIONS") == 0 ||
-	       strcmp(m, "TRACE") == 0;
-}
-
-/*
- * One method under the method rules. gql: the request is a GraphQL query
- * over HTTP and nothing else, and allowGraphqlQueries holds: that lifts
- * the rules for POST and GET (the methods GraphQL over HTTP uses) and
- * vouches for a body on a read method.
- */
-static enum policy_method_verdict
-policy_method_judge(const struct config *cfg, const char *method, int body, int gql,
-                    const struct cfg_item **mi)
-{
-	/* Without a body the document is in the URL: GraphQL over HTTP only as a GET. */
-	if (!body && strcmp(method, "GET") != 0)
-		gql = 0;
-	if ((*mi = policy_find_method(cfg, method)) != NULL) {
-		if (!body || !policy_read_method(method))
-			return POLICY_METHOD_ALLOWED;
-		return gql ? POLICY_METHOD_GRAPHQL : POLICY_METHOD_BODY;
-	}
-	if (gql && (strcmp(method, "POST") == 0 || strcmp(method, "GET") == 0))
-		return POLICY_METHOD_GRAPHQL;
-	return POLICY_METHOD_DENIED;
-}
-
-/* Why a GraphQL query in the request does not lift the method rules, or NULL. */
-static const char *
-policy_graphql_unlifted(const struct config *cfg, const struct decision *d, const char *method,
-                        int body)
-{
-	if (!d->graphql_present)
-		return NULL;
-	if (!cfg->allow_graphql_queries)
-		return "allowGraphqlQueries is false";
-	if (!d->gql.pure)
-		return d->gql.impure;
-	if (!body && strcmp(method, "GET") != 0)
-		return "the document is only in the URL, the body is empty";
-	if (strcmp(method, "POST") != 0 && strcmp(method, "GET") != 0)
-		return "GraphQL requests are POST or GET";
-	return NULL;
-}
-
-/* A GraphQL request that is not provably a query: always a violation. */
-static void
-policy_graphql_violation(const struct policy *p, struct decision *d)
-{
-	if (d->gql.op == GQL_MUTATION)
-		snprintf(d->reason, sizeof d->reason, "GraphQL mutation%s%s is a write",
-		         d->gql.name[0] ? " " : "", d->gql.name);
-	else if (d->gql.op == GQL_SUBSCRIPTION)
-		snprintf(d->reason, sizeof d->reason,
-		         "GraphQL subscription%s%s is not a read-only query",
-		         d->gql.name[0] ? " " : "", d->gql.name);
-	else
-		snprintf(d->reason, sizeof d->reason, "GraphQL request not provably a query (%s)",
-		         d->gql.reason ? d->gql.reason : "unparsable");
-	policy_violation(p, d,
-	                 d->gql.op == GQL_MUTATION       ? "graphql-mutation"
-	                 : d->gql.op == GQL_SUBSCRIPTION ? "graphql-subscription"
-	                                                 : "graphql-not-query",
-	                 "graphql", &p->cfg->allow_graphql_queries_loc);
-}
-
-/*
- * A method the rules refuse: the request's (field NULL) or an override's.
- * The reason says why a GraphQL query in the request did not lift it.
- */
-static void
-policy_method_violation(const struct policy *p, struct decision *d, const char *field,
-                        const char *method, int body)
-{
-	const struct config *cfg = p->cfg;
-	char methods[256];
-	const char *why;
-	size_t n;
-
-	policy_methods_text(cfg, methods, sizeof methods);
-	n = (size_t)snprintf(d->reason, sizeof d->reason,
-	                     "%s%s%s is not an allowed method (allowMethods: %s)",
-	                     field ? field : "", field ? ": " : "", method, methods);
-	why = policy_graphql_unlifted(cfg, d, method, body);
-	if (why != NULL && n < sizeof d->reason)
-		snprintf(d->reason + n, sizeof d->reason - n,
-		         "; the GraphQL allowance does not apply: %s", why);
-	policy_violation(p, d, field ? "method-override" : "method-not-allowed", "methods",
-	                 &cfg->allow_methods.loc);
-}
-
-/* A read method (the request's, or an override's) that carries a body. */
-static void
-policy_body_violation(const struct policy *p, struct decision *d, const char *field,
-                      const char *method)
-{
-	const char *why = policy_graphql_unlifted(p->cfg, d, method, 1);
-
-	snprintf(d->reason, sizeof d->reason,
-	         "%s%s%s carries a body that is not a GraphQL query%s%s%s", field ? field : "",
-	         field ? ": " : "", method, why ? " (" : "", why ? why : "", why ? ")" : "");
-	policy_violation(p, d, "body-on-read-method", "methods", &p->cfg->allow_methods.loc);
-}
-
-/*
- * Step 4 of the decision order: methods and GraphQL in practical mode.
- * A server that honours a method override acts on the override, so the
- * request method and every override must each pass the method rules: the
- * stricter one decides. The GraphQL allowance stands in for the method
- * rules only for a request that is GraphQL over HTTP and nothing else; a
- * document riding along in another request (a REST body's extra member,
- * a DELETE's URL) changes nothing.
- */
-static void
-policy_decide_request(const struct policy *p, const struct policy_request *req, struct decision *d)
-{
-	const struct config *cfg = p->cfg;
-	const struct cfg_item *mi;
-	enum policy_method_verdict v;
-	const char *body_field = NULL, *body_method = NULL;
-	int body, gql, lifted = 0;
-	size_t i;
-
-	if (req->noverrides > POLICY_MAX_OVERRIDES) {
-		snprintf(d->reason, sizeof d->reason,
-		         "%zu method-override fields: at most %d are read, so the method a server "
-		         "acts on is unknown",
-		         req->noverrides, POLICY_MAX_OVERRIDES);
-		policy_violation(p, d, "method-override", "methods", &cfg->allow_methods.loc);
-		return;
-	}
-	if (d->graphql_present && d->gql.op != GQL_QUERY) {
-		policy_graphql_violation(p, d);
-		return;
-	}
-	body = req->body_len > 0 || req->body_truncated;
-	gql = d->graphql_present && d->gql.pure && cfg->allow_graphql_queries;
-	/* Overrides first: a server that honours one acts on it, not on the method. */
-	for (i = 0; i < req->noverrides; i++) {
-		v = policy_method_judge(cfg, req->overrides[i], body, gql, &mi);
-		if (v == POLICY_METHOD_DENIED) {
-			policy_method_violation(p, d, req->override_fields[i], req->overrides[i],
-			                        body);
-			return;
-		}
-		if (v == POLICY_METHOD_BODY && body_method == NULL) {
-			body_field = req->override_fields[i];
-			body_method = req->overrides[i];
-		}
-		lifted |= v == POLICY_METHOD_GRAPHQL;
-	}
-	v = policy_method_judge(cfg, req->method, body, gql, &mi);
-	if (v == POLICY_METHOD_DENIED) {
-		policy_method_violation(p, d, NULL, req->method, body);
-		return;
-	}
-	if (v == POLICY_METHOD_BODY || body_method != NULL) {
-		if (v == POLICY_METHOD_BODY)
-			policy_body_violation(p, d, NULL, req->method);
-		else
-			policy_body_violation(p, d, body_field, body_method);
-		return;
-	}
-	if (v == POLICY_METHOD_GRAPHQL || lifted) {
-		decision_set(d, ACTION_ALLOW, "graphql-query", "graphql");
-		policy_loc_format(&cfg->allow_graphql_queries_loc, d->source, sizeof d->source);
-		snprintf(d->reason, sizeof d->reason, "GraphQL query%s%s is read-only",
-		         d->gql.name[0] ? " " : "", d->gql.name);
-		return;
-	}
-	decision_set(d, ACTION_ALLOW, "allow-methods", "methods");
-	policy_loc_format(&mi->loc, d->source, sizeof d->source);
-	policy_reason(d, req->method, " is an allowed method");
-}
-
-/*
- * Step 4 for a WebSocket upgrade (a GET whose Upgrade field, named by
- * Connection, holds websocket) that the method rules allowed. After the
- * 101 the connection carries messages both ways that no method rule
- * sees, so to a host the allowlist does not name it is a write channel:
- * a violation, unless every subprotocol offered is a GraphQL one, whose
- * client messages egressd can read. Then it is allowed on the condition
- * that each message is inspected (ws_inspect) and only queries and
- * subscriptions go up (policy_decide_ws_message).
- */
-static void
-policy_decide_upgrade(const struct policy *p, const struct policy_request *req, struct decision *d)
-{
-	const struct config *cfg = p->cfg;
-
-	if (req->upgrade != POLICY_UPGRADE_WEBSOCKET || strcmp(req->method, "GET") != 0)
-		return;
-	/* A document in the URL that is not a query is refused as it would be without the upgrade. */
-	if (d->graphql_present && d->gql.op != GQL_QUERY)
-		return;
-	if (req->ws_offer == POLICY_WS_GRAPHQL && cfg->allow_graphql_queries) {
-		decision_set(d, ACTION_ALLOW, "websocket-graphql", "websocket");
-		policy_loc_format(&cfg->allow_graphql_queries_loc, d->source, sizeof d->source);
-		snprintf(d->reason, sizeof d->reason,
-		         "WebSocket for GraphQL (graphql-transport-ws or graphql-ws): every client "
-		         "message is inspected, only queries and subscriptions go through");
-		d->ws_inspect = 1;
-		return;
-	}
-	if (req->ws_offer == POLICY_WS_GRAPHQL)
-		snprintf(d->reason, sizeof d->reason,
-		         "WebSocket for GraphQL with allowGraphqlQueries off: a write channel to a "
-		         "host the allowlist does not name");
-	else if (req->ws_offer != 0)
-		snprintf(d->reason, sizeof d->reason,
-		         "WebSocket offering a subprotocol other than graphql-transport-ws and "
-		         "graphql-ws: a write channel to a host the allowlist does not name");
-	else
-		snprintf(
-		    d->reason, sizeof d->reason,
-		    "WebSocket upgrade: a write channel to a host the allowlist does not name");
-	policy_violation(p, d, "websocket", "websocket", &cfg->mode_loc);
 }
 
 /*
@@ -564,14 +324,14 @@ policy_decide_ws_message(const struct policy *p, const struct gql_ws_msg *m, str
 		return;
 	if (m->kind == GQL_WS_INVALID) {
 		snprintf(d->reason, sizeof d->reason, "WebSocket message refused: %s", m->reason);
-		policy_violation(p, d, "websocket-message", "websocket", &cfg->mode_loc);
+		policy_violation(p, d, "websocket-message", POLICY_LIST_WEBSOCKET, &cfg->mode_loc);
 		return;
 	}
 	d->graphql_present = 1;
 	d->gql = m->gql;
 	what = graphql_op_name(m->gql.op);
 	if (m->gql.op == GQL_QUERY || m->gql.op == GQL_SUBSCRIPTION) {
-		decision_set(d, ACTION_ALLOW, "websocket-graphql", "websocket");
+		policy_decision_set(d, ACTION_ALLOW, "websocket-graphql", POLICY_LIST_WEBSOCKET);
 		policy_loc_format(&cfg->allow_graphql_queries_loc, d->source, sizeof d->source);
 		snprintf(d->reason, sizeof d->reason, "GraphQL %s%s%s over WebSocket is read-only",
 		         what, m->gql.name[0] ? " " : "", m->gql.name);
@@ -586,17 +346,15 @@ policy_decide_ws_message(const struct policy *p, const struct gql_ws_msg *m, str
 		         "GraphQL over WebSocket not provably a query (%s)",
 		         m->gql.reason ? m->gql.reason : "unparsable");
 	policy_violation(p, d, m->gql.op == GQL_MUTATION ? "graphql-mutation" : "graphql-not-query",
-	                 "websocket", &cfg->allow_graphql_queries_loc);
+	                 POLICY_LIST_WEBSOCKET, &cfg->allow_graphql_queries_loc);
 }
 
 /*
- * Decide a request on its host as written, its method and (for GraphQL)
- * its body, following DESIGN §5 steps 1-4 (with mode off decided first).
- * Step 5 needs the address actually connected to: policy_check_addr()
- * applies it afterwards.
+ * DESIGN §5 steps 1-4 (with mode off decided first): the host as
+ * written, the method and (for GraphQL) the body.
  */
-void
-policy_decide(const struct policy *p, const struct policy_request *req, struct decision *d)
+static void
+policy_decide_host(const struct policy *p, const struct policy_request *req, struct decision *d)
 {
 	const struct config *cfg = p->cfg;
 	const struct host *h = req->host;
@@ -627,7 +385,7 @@ policy_decide(const struct policy *p, const struct policy_request *req, struct d
 	 * mode and an allowlisted host must not become a way out.
 	 */
 	if (cfg->mode == MODE_OFF) {
-		decision_set(d, ACTION_BLOCK, "mode-off", "mode");
+		policy_decision_set(d, ACTION_BLOCK, "mode-off", POLICY_LIST_MODE);
 		policy_loc_format(&cfg->mode_loc, d->source, sizeof d->source);
 		snprintf(d->reason, sizeof d->reason, "network mode is off: nothing leaves");
 		return;
@@ -639,7 +397,7 @@ policy_decide(const struct policy *p, const struct policy_request *req, struct d
 	else
 		hit = domain_set_match_addr(p->allow, &h->addr, &m);
 	if (hit) {
-		decision_from_match(d, ACTION_ALLOW, &m, "allowlist");
+		policy_decision_match(d, ACTION_ALLOW, &m, POLICY_LIST_ALLOWLIST);
 		d->name_allowlisted = 1;
 		d->name_exact_allow = h->kind == HOST_NAME && m.kind == DOMAIN_EXACT;
 		policy_reason(d, h->name, " is on the allowlist (all methods)");
@@ -652,7 +410,7 @@ policy_decide(const struct policy *p, const struct policy_request *req, struct d
 	else
 		hit = domain_set_match_addr(p->block, &h->addr, &m);
 	if (hit) {
-		decision_from_match(d, ACTION_BLOCK, &m, "blocklist");
+		policy_decision_match(d, ACTION_BLOCK, &m, POLICY_LIST_BLOCKLIST);
 		policy_reason(d, h->name, " is on the blocklist");
 		return;
 	}
@@ -664,7 +422,7 @@ policy_decide(const struct policy *p, const struct policy_request *req, struct d
 	 * overrides this.
 	 */
 	if (cfg->block_doh_providers && doh_match(h, &doh, &provider)) {
-		decision_set(d, ACTION_BLOCK, "doh-provider", "doh");
+		policy_decision_set(d, ACTION_BLOCK, "doh-provider", POLICY_LIST_DOH);
 		str_copy(d->source, sizeof d->source, "builtin");
 		if (provider != NULL)
 			snprintf(d->reason, sizeof d->reason,
@@ -681,7 +439,7 @@ policy_decide(const struct policy *p, const struct policy_request *req, struct d
 
 	/* 3. Strict mode denies by default. */
 	if (cfg->mode == MODE_STRICT) {
-		decision_set(d, ACTION_BLOCK, "strict-default-deny", "mode");
+		policy_decision_set(d, ACTION_BLOCK, "strict-default-deny", POLICY_LIST_MODE);
 		policy_loc_format(&cfg->mode_loc, d->source, sizeof d->source);
 		snprintf(d->reason, sizeof d->reason,
 		         "strict mode: only allowlisted hosts are reachable");
@@ -696,7 +454,7 @@ policy_decide(const struct policy *p, const struct policy_request *req, struct d
 	 * a TLS ClientHello (SSH, SMTP, a database) is cut there.
 	 */
 	if (req->method == NULL || tunnel) {
-		decision_set(d, ACTION_ALLOW, "unlisted-host", "mode");
+		policy_decision_set(d, ACTION_ALLOW, "unlisted-host", POLICY_LIST_MODE);
 		policy_loc_format(&cfg->mode_loc, d->source, sizeof d->source);
 		policy_reason(d, h->name,
 		              tunnel
@@ -709,9 +467,27 @@ policy_decide(const struct policy *p, const struct policy_request *req, struct d
 	 * An upgrade must pass the method rules first (its overrides, a
 	 * document in its URL), then the WebSocket rule.
 	 */
-	policy_decide_request(p, req, d);
+	practical_decide(p, req, d);
 	if (d->action == ACTION_ALLOW)
-		policy_decide_upgrade(p, req, d);
+		practical_upgrade(p, req, d);
+}
+
+/*
+ * Decide a request: steps 1-4 on its host as written, its method and (for
+ * GraphQL) its body, then step 5 when the host is an address literal, the
+ * address connected to. A name's addresses are known only after
+ * resolution: the proxy checks each with policy_addr_allowed() and words
+ * a refusal with policy_check_addr(). A request without a method (a DNS
+ * name) connects nowhere, so step 5 does not apply to it. The proxy,
+ * policyctl explain and the tests all decide through here.
+ */
+void
+policy_decide(const struct policy *p, const struct policy_request *req, struct decision *d)
+{
+	policy_decide_host(p, req, d);
+	d->body_matters = d->list == POLICY_LIST_METHODS || d->list == POLICY_LIST_GRAPHQL;
+	if (req->method != NULL && req->host->kind == HOST_ADDR)
+		policy_check_addr(p, &req->host->addr, d);
 }
 
 /*
@@ -736,13 +512,13 @@ policy_check_addr(const struct policy *p, const struct addr *addr, struct decisi
 	addr_format(&a, text, sizeof text);
 	if (!domain_set_match_addr(p->allow, &a, NULL) && !d->name_allowlisted &&
 	    domain_set_match_addr(p->block, &a, &m)) {
-		decision_from_match(d, ACTION_BLOCK, &m, "blocklist");
+		policy_decision_match(d, ACTION_BLOCK, &m, POLICY_LIST_BLOCKLIST);
 		snprintf(d->reason, sizeof d->reason, "destination address %s is on the blocklist",
 		         text);
 		return;
 	}
 	special = addr_special(&a);
-	decision_set(d, ACTION_BLOCK, "private-address", "address");
+	policy_decision_set(d, ACTION_BLOCK, "private-address", POLICY_LIST_ADDRESS);
 	str_copy(d->source, sizeof d->source, "builtin");
 	if (addr_is_metadata(&a))
 		snprintf(d->reason, sizeof d->reason,

@@ -1,8 +1,10 @@
 /*
- * The policy module: everything that decides what may leave the sandbox.
- * It knows nothing of sockets. The proxy and the resolver ask it for
- * decisions and hand events to the audit writer; policyctl makes the very
- * same calls, so the CLI and the daemon cannot disagree.
+ * The policy module's API: everything that decides what may leave the
+ * sandbox, as egressd (the proxy and the resolver), sandbox-init and
+ * policyctl call it. It knows nothing of sockets or of the audit log;
+ * policyctl makes the very same calls as the daemon, so the two cannot
+ * disagree. What only policy/ itself (and its tests) needs is in
+ * policy_int.h.
  */
 #ifndef POLICY_H
 #define POLICY_H
@@ -18,18 +20,10 @@ struct addr {
 	sa_family_t af; /* AF_INET (bytes 0..3 used) or AF_INET6 */
 	uint8_t a[16];
 };
-struct cidr {
-	struct addr net; /* host bits cleared */
-	uint8_t plen;
-};
 const char *addr_parse(const char *, struct addr *);
 void addr_format(const struct addr *, char *, size_t);
-const char *addr_cidr_parse(const char *, struct cidr *);
-void addr_cidr_format(const struct cidr *, char *, size_t);
-int addr_in_cidr(const struct addr *, const struct cidr *);
 const char *addr_special(const struct addr *);
 int addr_is_metadata(const struct addr *);
-void addr_unmap(const struct addr *, struct addr *);
 
 /* host.c */
 #define HOST_NAME_MAXLEN  253
@@ -44,7 +38,6 @@ struct host {
 	struct addr addr;                /* HOST_ADDR only */
 };
 const char *host_parse(const char *, size_t, struct host *);
-const char *host_name_check(const char *, size_t);
 
 /* url.c */
 struct url {
@@ -80,24 +73,6 @@ const struct psl_ctx_st *domain_psl(void);
 struct domain_set *domain_set_new(void);
 void domain_set_free(struct domain_set *);
 const char *domain_set_add(struct domain_set *, const char *, size_t, int, const char *, unsigned);
-const char *domain_set_add_kind(struct domain_set *, enum domain_kind, const char *, size_t,
-                                const char *, unsigned);
-int domain_set_match_name(const struct domain_set *, const char *, struct domain_match *);
-int domain_set_match_addr(const struct domain_set *, const struct addr *, struct domain_match *);
-size_t domain_set_count(const struct domain_set *);
-void domain_set_reserve(struct domain_set *, size_t);
-int domain_wildcard_shared(const char *);
-
-/* listfile.c */
-#define LISTFILE_SHOW_INVALID 5
-struct listfile_stats {
-	unsigned long lines;
-	unsigned long entries;                              /* entries added */
-	unsigned long invalid;                              /* lines that were not an entry */
-	unsigned long first_invalid[LISTFILE_SHOW_INVALID]; /* their line numbers */
-	char error[256];                                    /* why the file could not be read */
-};
-int listfile_load(struct domain_set *, const char *, struct listfile_stats *);
 
 /* graphql.c */
 enum gql_op {
@@ -119,9 +94,6 @@ struct gql_result {
 	int pure;
 	const char *impure;
 };
-enum gql_op graphql_classify_document(const char *, size_t, const char *, struct gql_result *);
-enum gql_op graphql_classify_request(const char *, const char *, const char *, size_t, int,
-                                     const char *, struct gql_result *);
 const char *graphql_op_name(enum gql_op);
 
 /* graphql_ws.c */
@@ -141,7 +113,6 @@ struct gql_ws_msg {
 	struct gql_result gql;
 };
 int graphql_ws_proto(const char *, size_t, enum gql_ws_proto *);
-const char *graphql_ws_proto_name(enum gql_ws_proto);
 enum gql_ws_kind graphql_ws_classify(enum gql_ws_proto, const char *, size_t, struct gql_ws_msg *);
 
 /* config.c */
@@ -223,28 +194,15 @@ struct cfg_ignored {
 	const char *why; /* what taking it would have done */
 	struct cfg_loc loc;
 };
-#define CONFIG_MAX_FILE_SIZE        (4 * 1024 * 1024)
-#define CONFIG_MAX_DEPTH            64
-#define CONFIG_MAX_NODES            100000
-#define CONFIG_MAX_ERRORS           100 /* shown per file; the rest are counted */
-#define CONFIG_MAX_SHOWN            80  /* bytes of an untrusted string in a message */
-#define CONFIG_DEFAULT_GRAPHQL_BODY 1048576
-#define CONFIG_MAX_GRAPHQL_BODY     16777216
-#define CONFIG_DEFAULT_CA_HOURS     168 /* 7 days */
-#define CONFIG_MAX_CA_HOURS         87600
 struct config *config_load(char *const *, size_t, struct buf *);
 struct config *config_load_files(const struct config_file *, size_t, struct buf *);
 void config_ignored_text(const struct cfg_ignored *, struct buf *);
 struct config *config_load_mem(const char *, const char *, size_t, struct buf *);
 void config_free(struct config *);
-void config_dump(const struct config *, struct buf *);
 const char *config_mode_name(enum policy_mode);
-extern const char config_default_yaml[];
 
-/* doh.c */
-int doh_match(const struct host *, const char **, const char **);
-size_t doh_count(void);
-const char *doh_check(void);
+/* config_dump.c */
+void config_dump(const struct config *, struct buf *);
 
 /* policy.c */
 enum policy_action {
@@ -253,13 +211,6 @@ enum policy_action {
 	ACTION_BLOCK,
 };
 struct policy;
-/* The header fields a decision reads (request.c). */
-enum policy_header {
-	POLICY_HEADER_OTHER,
-	POLICY_HEADER_OVERRIDE,    /* X-HTTP-Method-Override, X-HTTP-Method, X-Method-Override */
-	POLICY_HEADER_UPGRADE,     /* Upgrade, when Connection names it */
-	POLICY_HEADER_WS_PROTOCOL, /* Sec-WebSocket-Protocol */
-};
 enum policy_upgrade {
 	POLICY_UPGRADE_NONE,
 	POLICY_UPGRADE_WEBSOCKET,
@@ -284,13 +235,27 @@ struct policy_request {
 #define POLICY_WS_GRAPHQL 0x1        /* graphql-transport-ws or graphql-ws */
 #define POLICY_WS_OTHER   0x2        /* any other subprotocol */
 };
+/* The part of the policy a decision comes from; policy_list_name() for text. */
+enum policy_list {
+	POLICY_LIST_NONE, /* a built-in rule of the caller's */
+	POLICY_LIST_ALLOWLIST,
+	POLICY_LIST_BLOCKLIST,
+	POLICY_LIST_DOH,       /* the built-in DNS-over-HTTPS list */
+	POLICY_LIST_MODE,      /* the network mode */
+	POLICY_LIST_METHODS,   /* allowMethods and the method rules */
+	POLICY_LIST_GRAPHQL,   /* allowGraphqlQueries */
+	POLICY_LIST_WEBSOCKET, /* upgrades and their messages */
+	POLICY_LIST_ADDRESS,   /* the private-address guard (step 5) */
+	POLICY_LIST_NAME,      /* the resolver: a name no entry can match */
+};
 struct decision {
 	enum policy_action action;
 	char rule[HOST_NAME_MAXLEN + 32];
-	const char *list; /* allowlist blocklist mode methods graphql address
-					   websocket, or NULL */
+	enum policy_list list;
 	char source[512]; /* file:line, or "builtin" */
 	char reason[256];
+	int body_matters;     /* the method rules decided (list methods or graphql): the
+	                         request's body may change the answer */
 	int name_allowlisted; /* the host as written matched the allowlist */
 	int name_exact_allow; /* ... by an exact entry (lifts the address guard) */
 	int graphql_present;
@@ -309,7 +274,7 @@ void policy_check_addr(const struct policy *, const struct addr *, struct decisi
 int policy_addr_allowed(const struct policy *, const struct addr *, const struct decision *);
 int policy_passthrough(const struct policy *, const struct host *, struct domain_match *);
 const char *policy_action_name(enum policy_action);
-enum policy_header policy_header_kind(const char *, size_t);
+const char *policy_list_name(enum policy_list);
 void policy_request_header(struct policy_request *, const char *, size_t, const char *);
 const char *policy_mode_note(enum policy_mode);
 

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "policy.h"
+#include "policy_int.h"
 
 static const struct {
 	const char *name;

@@ -66,53 +66,134 @@ static const char *const schema_versions[] = {"1", NULL};
 static const char *const schema_modes[] = {"practical", "strict", "off", NULL};
 static const char *const schema_violations[] = {"block", "flag", NULL};
 
-#define F(field) offsetof(struct config, field), offsetof(struct config, field##_loc)
-#define L(field) offsetof(struct config, field), offsetof(struct config, field.loc)
+/* The value and its cfg_loc: a scalar field and field_loc, or a list with its own loc. */
+#define F(field)                                                                                   \
+	.off = offsetof(struct config, field), .loc_off = offsetof(struct config, field##_loc)
+#define L(field)                                                                                   \
+	.off = offsetof(struct config, field), .loc_off = offsetof(struct config, field.loc)
 
 static const struct schema_key schema_keys[] = {
-    {NULL, "version", SCHEMA_ENUM, schema_store_none, 0, 0, 0, 0, schema_versions, 0},
-    {NULL, "network", SCHEMA_SECTION, NULL, 0, 0, 0, 0, NULL, 0},
-    {NULL, "audit", SCHEMA_SECTION, NULL, 0, 0, 0, 0, NULL, 0},
-    {NULL, "ca", SCHEMA_SECTION, NULL, 0, 0, 0, 0, NULL, 0},
-    {NULL, "state", SCHEMA_SKIP, NULL, 0, 0, 0, 0, NULL, 0},
-    {NULL, "image", SCHEMA_SKIP, NULL, 0, 0, 0, 0, NULL, 0},
-    {NULL, "project", SCHEMA_SKIP, NULL, 0, 0, 0, 0, NULL, 0},
-    {NULL, "opencode", SCHEMA_SKIP, NULL, 0, 0, 0, 0, NULL, 0},
-    {NULL, "skills", SCHEMA_SKIP, NULL, 0, 0, 0, 0, NULL, 0},
-    {NULL, "resources", SCHEMA_SKIP, NULL, 0, 0, 0, 0, NULL, 0},
-    {NULL, "container", SCHEMA_SKIP, NULL, 0, 0, 0, 0, NULL, 0},
+    {.key = "version", .type = SCHEMA_ENUM, .store = schema_store_none, .names = schema_versions},
+    {.key = "network", .type = SCHEMA_SECTION},
+    {.key = "audit", .type = SCHEMA_SECTION},
+    {.key = "ca", .type = SCHEMA_SECTION},
+    {.key = "state", .type = SCHEMA_SKIP},
+    {.key = "image", .type = SCHEMA_SKIP},
+    {.key = "project", .type = SCHEMA_SKIP},
+    {.key = "opencode", .type = SCHEMA_SKIP},
+    {.key = "skills", .type = SCHEMA_SKIP},
+    {.key = "resources", .type = SCHEMA_SKIP},
+    {.key = "container", .type = SCHEMA_SKIP},
 
-    {"network", "mode", SCHEMA_ENUM, schema_store_mode, F(mode), 0, 0, schema_modes, 0},
-    {"network", "inheritGlobal", SCHEMA_BOOL, schema_store_int, F(inherit_global), 0, 0, NULL, 0},
-    {"network", "blocklist", SCHEMA_LIST, schema_store_hosts, L(blocklist), 0, 0, NULL, 0},
-    {"network", "allowlist", SCHEMA_LIST, schema_store_hosts, L(allowlist), 0, 0, NULL,
-     DOMAIN_F_ALLOWLIST},
-    {"network", "passthrough", SCHEMA_LIST, schema_store_hosts, L(passthrough), 0, 0, NULL,
-     DOMAIN_F_NO_ADDR},
-    {"network", "blocklistFiles", SCHEMA_LIST, schema_store_paths, L(blocklist_files), 0, 0, NULL,
-     0},
-    {"network", "allowMethods", SCHEMA_LIST, schema_store_methods, L(allow_methods), 0, 0, NULL, 0},
-    {"network", "allow_methods", SCHEMA_LIST, schema_store_methods, L(allow_methods), 0, 0, NULL,
-     0},
-    {"network", "allowGraphqlQueries", SCHEMA_BOOL, schema_store_int, F(allow_graphql_queries), 0,
-     0, NULL, 0},
-    {"network", "allow_graphql_queries", SCHEMA_BOOL, schema_store_int, F(allow_graphql_queries), 0,
-     0, NULL, 0},
-    {"network", "onViolation", SCHEMA_ENUM, schema_store_violation, F(on_violation), 0, 0,
-     schema_violations, 0},
-    {"network", "failClosed", SCHEMA_BOOL, schema_store_int, F(fail_closed), 0, 0, NULL, 0},
-    {"network", "blockDohProviders", SCHEMA_BOOL, schema_store_int, F(block_doh_providers), 0, 0,
-     NULL, 0},
-    {"network", "proxyPort", SCHEMA_INT, schema_store_int, F(proxy_port), 1, 65535, NULL, 0},
-    {"network", "dnsPort", SCHEMA_INT, schema_store_int, F(dns_port), 1, 65535, NULL, 0},
-    {"network", "maxGraphqlBody", SCHEMA_INT, schema_store_size, F(max_graphql_body), 1,
-     CONFIG_MAX_GRAPHQL_BODY, NULL, 0},
+    {.section = "network",
+     .key = "mode",
+     .type = SCHEMA_ENUM,
+     .store = schema_store_mode,
+     F(mode),
+     .names = schema_modes},
+    {.section = "network",
+     .key = "inheritGlobal",
+     .type = SCHEMA_BOOL,
+     .store = schema_store_int,
+     F(inherit_global)},
+    {.section = "network",
+     .key = "blocklist",
+     .type = SCHEMA_LIST,
+     .store = schema_store_hosts,
+     L(blocklist)},
+    {.section = "network",
+     .key = "allowlist",
+     .type = SCHEMA_LIST,
+     .store = schema_store_hosts,
+     L(allowlist),
+     .flags = DOMAIN_F_ALLOWLIST},
+    {.section = "network",
+     .key = "passthrough",
+     .type = SCHEMA_LIST,
+     .store = schema_store_hosts,
+     L(passthrough),
+     .flags = DOMAIN_F_NO_ADDR},
+    {.section = "network",
+     .key = "blocklistFiles",
+     .type = SCHEMA_LIST,
+     .store = schema_store_paths,
+     L(blocklist_files)},
+    {.section = "network",
+     .key = "allowMethods",
+     .type = SCHEMA_LIST,
+     .store = schema_store_methods,
+     L(allow_methods)},
+    {.section = "network",
+     .key = "allow_methods",
+     .type = SCHEMA_LIST,
+     .store = schema_store_methods,
+     L(allow_methods)},
+    {.section = "network",
+     .key = "allowGraphqlQueries",
+     .type = SCHEMA_BOOL,
+     .store = schema_store_int,
+     F(allow_graphql_queries)},
+    {.section = "network",
+     .key = "allow_graphql_queries",
+     .type = SCHEMA_BOOL,
+     .store = schema_store_int,
+     F(allow_graphql_queries)},
+    {.section = "network",
+     .key = "onViolation",
+     .type = SCHEMA_ENUM,
+     .store = schema_store_violation,
+     F(on_violation),
+     .names = schema_violations},
+    {.section = "network",
+     .key = "failClosed",
+     .type = SCHEMA_BOOL,
+     .store = schema_store_int,
+     F(fail_closed)},
+    {.section = "network",
+     .key = "blockDohProviders",
+     .type = SCHEMA_BOOL,
+     .store = schema_store_int,
+     F(block_doh_providers)},
+    {.section = "network",
+     .key = "proxyPort",
+     .type = SCHEMA_INT,
+     .store = schema_store_int,
+     F(proxy_port),
+     .min = 1,
+     .max = 65535},
+    {.section = "network",
+     .key = "dnsPort",
+     .type = SCHEMA_INT,
+     .store = schema_store_int,
+     F(dns_port),
+     .min = 1,
+     .max = 65535},
+    {.section = "network",
+     .key = "maxGraphqlBody",
+     .type = SCHEMA_INT,
+     .store = schema_store_size,
+     F(max_graphql_body),
+     .min = 1,
+     .max = CONFIG_MAX_GRAPHQL_BODY},
 
-    {"audit", "path", SCHEMA_STRING, schema_store_string, F(audit_path), 0, 0, NULL, 0},
+    {.section = "audit",
+     .key = "path",
+     .type = SCHEMA_STRING,
+     .store = schema_store_string,
+     F(audit_path)},
 
-    {"ca", "nameConstraints", SCHEMA_BOOL, schema_store_int, F(ca_name_constraints), 0, 0, NULL, 0},
-    {"ca", "lifetimeHours", SCHEMA_INT, schema_store_int, F(ca_lifetime_hours), 1,
-     CONFIG_MAX_CA_HOURS, NULL, 0},
+    {.section = "ca",
+     .key = "nameConstraints",
+     .type = SCHEMA_BOOL,
+     .store = schema_store_int,
+     F(ca_name_constraints)},
+    {.section = "ca",
+     .key = "lifetimeHours",
+     .type = SCHEMA_INT,
+     .store = schema_store_int,
+     F(ca_lifetime_hours),
+     .min = 1,
+     .max = CONFIG_MAX_CA_HOURS},
 };
 
 #undef F
@@ -129,7 +210,7 @@ static const char *
 schema_text(struct buf *b, const struct cfg_node *n)
 {
 	buf_reset(b);
-	config_escape(b, n->value, n->len);
+	cfg_escape(b, n->value, n->len);
 	return buf_cstr(b);
 }
 
@@ -202,14 +283,13 @@ schema_string(struct schema_state *st, const char *what, int entry, const struct
 	if (n->flags & CFG_NODE_F_BAD)
 		return -1;
 	if (n->type != CFG_NODE_SCALAR || schema_is_null(n)) {
-		config_error(st->ctx, &n->loc, "%s%s: expected a string, got %s", what, sep,
-		             schema_what(n));
+		cfg_error(st->ctx, &n->loc, "%s%s: expected a string, got %s", what, sep,
+		          schema_what(n));
 		return -1;
 	}
 	if ((err = schema_text_check(n->value, n->len)) != NULL) {
 		buf_init(&b);
-		config_error(st->ctx, &n->loc, "%s%s \"%s\": %s", what, sep, schema_text(&b, n),
-		             err);
+		cfg_error(st->ctx, &n->loc, "%s%s \"%s\": %s", what, sep, schema_text(&b, n), err);
 		buf_free(&b);
 		return -1;
 	}
@@ -263,8 +343,8 @@ schema_scalar(struct schema_state *st, const struct schema_key *k, const struct 
 	case SCHEMA_BOOL:
 		if (v->type != CFG_NODE_SCALAR || (v->flags & CFG_NODE_F_QUOTED) ||
 		    schema_is_null(v)) {
-			config_error(st->ctx, &v->loc, "%s: expected true or false, got %s", k->key,
-			             schema_what(v));
+			cfg_error(st->ctx, &v->loc, "%s: expected true or false, got %s", k->key,
+			          schema_what(v));
 			goto bad;
 		}
 		if (strcmp(v->value, "true") == 0 || strcmp(v->value, "false") == 0) {
@@ -274,24 +354,24 @@ schema_scalar(struct schema_state *st, const struct schema_key *k, const struct 
 		for (i = 0; i < EG_NELEM(loose); i++)
 			if (strcasecmp(v->value, loose[i]) == 0)
 				break;
-		config_error(st->ctx, &v->loc, "%s: expected true or false, got \"%s\"%s", k->key,
-		             schema_text(&b, v),
-		             i < EG_NELEM(loose) ? " (yes/no/on/off are not booleans here)" : "");
+		cfg_error(st->ctx, &v->loc, "%s: expected true or false, got \"%s\"%s", k->key,
+		          schema_text(&b, v),
+		          i < EG_NELEM(loose) ? " (yes/no/on/off are not booleans here)" : "");
 		goto bad;
 	case SCHEMA_INT:
 		if (v->type != CFG_NODE_SCALAR || schema_is_null(v)) {
-			config_error(st->ctx, &v->loc, "%s: expected an integer, got %s", k->key,
-			             schema_what(v));
+			cfg_error(st->ctx, &v->loc, "%s: expected an integer, got %s", k->key,
+			          schema_what(v));
 			goto bad;
 		}
 		if ((err = schema_integer(v, num)) != NULL) {
-			config_error(st->ctx, &v->loc, "%s: \"%s\" %s", k->key, schema_text(&b, v),
-			             err);
+			cfg_error(st->ctx, &v->loc, "%s: \"%s\" %s", k->key, schema_text(&b, v),
+			          err);
 			goto bad;
 		}
 		if (*num < k->min || *num > k->max) {
-			config_error(st->ctx, &v->loc, "%s: %s is out of range (%lld..%lld)",
-			             k->key, schema_text(&b, v), k->min, k->max);
+			cfg_error(st->ctx, &v->loc, "%s: %s is out of range (%lld..%lld)", k->key,
+			          schema_text(&b, v), k->min, k->max);
 			goto bad;
 		}
 		break;
@@ -313,11 +393,11 @@ schema_scalar(struct schema_state *st, const struct schema_key *k, const struct 
 			           k->names[i]);
 		if (v->type == CFG_NODE_SCALAR && !schema_is_null(v)) {
 			buf_adds(&b, ", got \"");
-			config_escape(&b, v->value, v->len);
+			cfg_escape(&b, v->value, v->len);
 			buf_adds(&b, "\"");
 		} else
 			buf_printf(&b, ", got %s", schema_what(v));
-		config_error(st->ctx, &v->loc, "%s", buf_cstr(&b));
+		cfg_error(st->ctx, &v->loc, "%s", buf_cstr(&b));
 		goto bad;
 	case SCHEMA_STRING:
 		if (schema_string(st, k->key, 0, v) == -1)
@@ -379,17 +459,17 @@ schema_pair(struct schema_state *st, const char *section, const struct cfg_node 
 	if (kn->flags & CFG_NODE_F_BAD)
 		return;
 	if (kn->type != CFG_NODE_SCALAR) {
-		config_error(st->ctx, &kn->loc, "keys must be strings, not %s", schema_what(kn));
+		cfg_error(st->ctx, &kn->loc, "keys must be strings, not %s", schema_what(kn));
 		return;
 	}
 	if ((k = schema_find(section, kn)) == NULL) {
 		buf_init(&b);
 		if (section != NULL)
-			config_error(st->ctx, &kn->loc, "unknown key \"%s\" in %s",
-			             schema_text(&b, kn), section);
+			cfg_error(st->ctx, &kn->loc, "unknown key \"%s\" in %s",
+			          schema_text(&b, kn), section);
 		else
-			config_error(st->ctx, &kn->loc, "unknown top-level key \"%s\"",
-			             schema_text(&b, kn));
+			cfg_error(st->ctx, &kn->loc, "unknown top-level key \"%s\"",
+			          schema_text(&b, kn));
 		buf_free(&b);
 		return;
 	}
@@ -402,16 +482,16 @@ schema_pair(struct schema_state *st, const char *section, const struct cfg_node 
 		if (schema_is_null(v))
 			return;
 		if (v->type != CFG_NODE_MAPPING) {
-			config_error(st->ctx, &v->loc, "%s: expected a mapping, got %s", k->key,
-			             schema_what(v));
+			cfg_error(st->ctx, &v->loc, "%s: expected a mapping, got %s", k->key,
+			          schema_what(v));
 			return;
 		}
 		schema_walk(st, v, k->key);
 		return;
 	case SCHEMA_LIST:
 		if (v->type != CFG_NODE_SEQUENCE) {
-			config_error(st->ctx, &v->loc, "%s: expected a list, got %s", k->key,
-			             schema_what(v));
+			cfg_error(st->ctx, &v->loc, "%s: expected a list, got %s", k->key,
+			          schema_what(v));
 			return;
 		}
 		break;
@@ -424,10 +504,10 @@ schema_pair(struct schema_state *st, const char *section, const struct cfg_node 
 		return;
 	loc = schema_loc(st->cfg, k);
 	if (loc->line > 0) {
-		config_error(st->ctx, &kn->loc,
-		             "%s: set twice (%s and %s are one setting; first "
-		             "at %u:%u)",
-		             k->key, k->key, schema_other_name(k), loc->line, loc->col);
+		cfg_error(st->ctx, &kn->loc,
+		          "%s: set twice (%s and %s are one setting; first "
+		          "at %u:%u)",
+		          k->key, k->key, schema_other_name(k), loc->line, loc->col);
 		return;
 	}
 	k->store(st, k, v, num);
@@ -527,8 +607,8 @@ schema_store_hosts(struct schema_state *st, const struct schema_key *k, const st
 			continue;
 		err = domain_set_add(set, n->value, n->len, k->flags, n->loc.file, n->loc.line);
 		if (err != NULL) {
-			config_error(st->ctx, &n->loc, "%s entry \"%s\": %s", k->key,
-			             schema_text(&b, n), err);
+			cfg_error(st->ctx, &n->loc, "%s entry \"%s\": %s", k->key,
+			          schema_text(&b, n), err);
 			continue;
 		}
 		schema_list_add(l, xstrdup(n->value), n);
@@ -582,9 +662,9 @@ schema_store_methods(struct schema_state *st, const struct schema_key *k,
 		n = seq->kids[i];
 		if (schema_string(st, k->key, 1, n) == -1)
 			continue;
-		if (!http_token(n->value, n->len)) {
-			config_error(st->ctx, &n->loc, "%s entry \"%s\": not an HTTP method token",
-			             k->key, schema_text(&b, n));
+		if (!text_http_token(n->value, n->len)) {
+			cfg_error(st->ctx, &n->loc, "%s entry \"%s\": not an HTTP method token",
+			          k->key, schema_text(&b, n));
 			continue;
 		}
 		for (j = 0; j < n->len && !(n->value[j] >= 'a' && n->value[j] <= 'z'); j++)
@@ -594,11 +674,10 @@ schema_store_methods(struct schema_state *st, const struct schema_key *k,
 			for (j = 0; upper[j] != '\0'; j++)
 				if (upper[j] >= 'a' && upper[j] <= 'z')
 					upper[j] = (char)(upper[j] - 'a' + 'A');
-			config_error(
-			    st->ctx, &n->loc,
-			    "%s entry \"%s\": methods are case-sensitive and sent in upper "
-			    "case; write \"%s\"",
-			    k->key, schema_text(&b, n), upper);
+			cfg_error(st->ctx, &n->loc,
+			          "%s entry \"%s\": methods are case-sensitive and sent in upper "
+			          "case; write \"%s\"",
+			          k->key, schema_text(&b, n), upper);
 			free(upper);
 			continue;
 		}
@@ -623,10 +702,10 @@ schema_apply(struct cfg_ctx *ctx, const struct cfg_node *root, struct config *cf
 	st.cfg = cfg;
 	st.dir = dir;
 	if (root->type != CFG_NODE_MAPPING) {
-		config_error(ctx, &root->loc,
-		             "the top level must be a mapping of sections "
-		             "(network:, audit:, ...), not %s",
-		             schema_what(root));
+		cfg_error(ctx, &root->loc,
+		          "the top level must be a mapping of sections "
+		          "(network:, audit:, ...), not %s",
+		          schema_what(root));
 		return;
 	}
 	schema_walk(&st, root, NULL);

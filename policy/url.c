@@ -11,7 +11,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "policy.h"
+#include "policy_int.h"
 
 struct url_scheme {
 	const char *name;
@@ -149,8 +149,9 @@ url_parse_host(const char *p, size_t len, struct host *host)
 		return host_parse(p, len, host);
 	dec = xmalloc(len + 1);
 	for (i = 0; i < len; i++) {
-		if (p[i] == '%' && i + 2 < len && (hi = hex_value((unsigned char)p[i + 1])) != -1 &&
-		    (lo = hex_value((unsigned char)p[i + 2])) != -1) {
+		if (p[i] == '%' && i + 2 < len &&
+		    (hi = text_hex_value((unsigned char)p[i + 1])) != -1 &&
+		    (lo = text_hex_value((unsigned char)p[i + 2])) != -1) {
 			dec[n++] = (char)(hi << 4 | lo);
 			i += 2;
 		} else

@@ -13,8 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <openssl/evp.h>
-
 #include "review_int.h"
 
 void
@@ -168,47 +166,16 @@ review_reader_init(struct review_reader *r, FILE *f, int hash)
 	r->blk = xmalloc(REVIEW_BLOCK);
 	buf_init(&r->line);
 	buf_reserve(&r->line, 1024);
-	if (hash) {
-		if ((r->md_ctx = EVP_MD_CTX_new()) == NULL)
-			fatalx("cannot set up SHA-256");
-	}
+	if (hash)
+		r->chain = chain_new();
 }
 
 void
 review_reader_free(struct review_reader *r)
 {
-	EVP_MD_CTX_free(r->md_ctx);
+	chain_free(r->chain);
 	free(r->blk);
 	buf_free(&r->line);
-}
-
-static void
-review_reader_hash(struct review_reader *r, const char *p, size_t n, int begin)
-{
-	if (r->md_ctx == NULL)
-		return;
-	if (begin && EVP_DigestInit_ex(r->md_ctx, EVP_sha256(), NULL) != 1)
-		fatalx("SHA-256 init failed");
-	if (n > 0 && EVP_DigestUpdate(r->md_ctx, p, n) != 1)
-		fatalx("SHA-256 update failed");
-}
-
-static void
-review_reader_hash_end(struct review_reader *r)
-{
-	static const char hex[] = "0123456789abcdef";
-	unsigned char md[EVP_MAX_MD_SIZE];
-	unsigned int len, i;
-
-	if (r->md_ctx == NULL)
-		return;
-	if (EVP_DigestFinal_ex(r->md_ctx, md, &len) != 1 || len * 2 != REVIEW_HASH_HEX)
-		fatalx("SHA-256 final failed");
-	for (i = 0; i < len; i++) {
-		r->hash[2 * i] = hex[md[i] >> 4];
-		r->hash[2 * i + 1] = hex[md[i] & 0xf];
-	}
-	r->hash[REVIEW_HASH_HEX] = '\0';
 }
 
 /* Keep at most REVIEW_LINE_MAX bytes of a line; hash all of them. */
@@ -217,7 +184,8 @@ review_reader_take(struct review_reader *r, const char *p, size_t n)
 {
 	size_t room = REVIEW_LINE_MAX - r->line.len;
 
-	review_reader_hash(r, p, n, 0);
+	if (r->chain != NULL)
+		chain_update(r->chain, p, n);
 	r->size += n;
 	if (n > room) {
 		r->overlong = 1;
@@ -240,7 +208,8 @@ review_reader_next(struct review_reader *r)
 	buf_reset(&r->line);
 	r->size = 0;
 	r->overlong = r->partial = 0;
-	review_reader_hash(r, NULL, 0, 1);
+	if (r->chain != NULL)
+		chain_begin(r->chain);
 	for (;;) {
 		if (r->pos == r->end) {
 			n = fread(r->blk, 1, REVIEW_BLOCK, r->f);
@@ -267,21 +236,22 @@ review_reader_next(struct review_reader *r)
 		}
 	}
 	r->lineno++;
-	review_reader_hash_end(r);
+	if (r->chain != NULL)
+		chain_end(r->chain, r->hash);
 	return 1;
 }
 
 static const char *
-review_str(json_t *o, const char *key)
+review_str(json_t *o, enum audit_field f)
 {
-	return json_string_value(json_object_get(o, key));
+	return json_string_value(json_object_get(o, fields_table[f].name));
 }
 
 /* An integer field, or -1 when absent or not a non-negative integer. */
 static int64_t
-review_int(json_t *o, const char *key)
+review_int(json_t *o, enum audit_field f)
 {
-	json_t *v = json_object_get(o, key);
+	json_t *v = json_object_get(o, fields_table[f].name);
 
 	if (!json_is_integer(v) || json_integer_value(v) < 0)
 		return -1;
@@ -342,28 +312,28 @@ review_event_parse_json(struct review_event *ev, const char *line, size_t len)
 	ev->root = o;
 	if (!json_is_object(o))
 		return "not a JSON object";
-	ev->has_v = json_is_integer(json_object_get(o, "v"));
-	ev->ts = review_str(o, "ts");
-	ev->event = review_str(o, "event");
-	ev->seq = review_int(o, "seq");
-	ev->action = review_str(o, "action");
-	ev->rule = review_str(o, "rule");
-	ev->source = review_str(o, "source");
-	ev->reason = review_str(o, "reason");
-	ev->host = review_str(o, "host");
-	ev->qname = review_str(o, "qname");
-	ev->method = review_str(o, "method");
-	ev->scheme = review_str(o, "scheme");
-	ev->path = review_str(o, "path");
-	ev->qtype = review_str(o, "qtype");
-	ev->rcode = review_str(o, "rcode");
-	ev->error = review_str(o, "error");
-	ev->prev = review_str(o, "prev");
-	ev->port = review_int(o, "port");
-	ev->status = review_int(o, "status");
-	ev->bytes_up = review_int(o, "bytes_up");
-	ev->bytes_down = review_int(o, "bytes_down");
-	ev->duration_ms = review_int(o, "duration_ms");
+	ev->has_v = json_is_integer(json_object_get(o, fields_table[AUDIT_FIELD_V].name));
+	ev->ts = review_str(o, AUDIT_FIELD_TS);
+	ev->event = review_str(o, AUDIT_FIELD_EVENT);
+	ev->seq = review_int(o, AUDIT_FIELD_SEQ);
+	ev->action = review_str(o, AUDIT_FIELD_ACTION);
+	ev->rule = review_str(o, AUDIT_FIELD_RULE);
+	ev->source = review_str(o, AUDIT_FIELD_SOURCE);
+	ev->reason = review_str(o, AUDIT_FIELD_REASON);
+	ev->host = review_str(o, AUDIT_FIELD_HOST);
+	ev->qname = review_str(o, AUDIT_FIELD_QNAME);
+	ev->method = review_str(o, AUDIT_FIELD_METHOD);
+	ev->scheme = review_str(o, AUDIT_FIELD_SCHEME);
+	ev->path = review_str(o, AUDIT_FIELD_PATH);
+	ev->qtype = review_str(o, AUDIT_FIELD_QTYPE);
+	ev->rcode = review_str(o, AUDIT_FIELD_RCODE);
+	ev->error = review_str(o, AUDIT_FIELD_ERROR);
+	ev->prev = review_str(o, AUDIT_FIELD_PREV);
+	ev->port = review_int(o, AUDIT_FIELD_PORT);
+	ev->status = review_int(o, AUDIT_FIELD_STATUS);
+	ev->bytes_up = review_int(o, AUDIT_FIELD_BYTES_UP);
+	ev->bytes_down = review_int(o, AUDIT_FIELD_BYTES_DOWN);
+	ev->duration_ms = review_int(o, AUDIT_FIELD_DURATION_MS);
 	return review_event_finish(ev);
 }
 
@@ -425,7 +395,7 @@ review_filter_match(const struct review_filter *f, const struct review_event *ev
  * that pass the filter tallied and handed to cb. -1 on a read error.
  */
 int
-review_scan(FILE *in, const struct review_opts *o, struct review_summary *s,
+review_scan(FILE *in, const struct review_opts *o, struct review_tally *s,
             void (*cb)(const struct review_event *, void *), void *arg)
 {
 	struct review_reader r;
@@ -442,14 +412,14 @@ review_scan(FILE *in, const struct review_opts *o, struct review_summary *s,
 		why = r.overlong ? "longer than 1 MiB"
 		                 : review_event_parse(&ev, r.line.data, r.line.len);
 		if (why != NULL) {
-			review_summary_bad(s, r.lineno, why);
+			review_tally_bad(s, r.lineno, why);
 			if (!r.overlong)
 				review_event_clear(&ev);
 			continue;
 		}
 		ev.line = r.lineno;
 		if (review_filter_match(&o->filter, &ev)) {
-			review_summary_add(s, &ev);
+			review_tally_add(s, &ev);
 			if (cb != NULL)
 				cb(&ev, arg);
 		}

@@ -2,7 +2,7 @@
  * The fast path of the audit line parser. Building a jansson tree costs
  * several microseconds a line, which is most of the time a summary of a
  * million events takes. egressd writes one compact shape: a flat object of
- * known keys, each once, whose values are strings without escapes,
+ * the keys of audit/fields.c, each once and in order, whose values are strings without escapes,
  * non-negative integers or true. This scanner accepts that shape only and
  * answers "not mine" for anything else (whitespace, escapes, nesting,
  * negative or fractional numbers, unknown or repeated keys, bytes that
@@ -14,47 +14,6 @@
 #include <string.h>
 
 #include "review_int.h"
-
-enum review_key {
-	K_V,
-	K_TS,
-	K_SEQ,
-	K_EVENT,
-	K_ACTION,
-	K_RULE,
-	K_SOURCE,
-	K_REASON,
-	K_MODE,
-	K_CLIENT,
-	K_HOST,
-	K_PORT,
-	K_SCHEME,
-	K_METHOD,
-	K_PATH,
-	K_STATUS,
-	K_BYTES_UP,
-	K_BYTES_DOWN,
-	K_DURATION,
-	K_QNAME,
-	K_QTYPE,
-	K_RCODE,
-	K_ERROR,
-	K_ADDR,
-	K_SNI,
-	K_TLS,
-	K_HINT,
-	K_CACHED,
-	K_TRUNCATED,
-	K_PREV,
-	K_COUNT,
-};
-
-static const char *const review_keys[K_COUNT] = {
-    "v",        "ts",         "seq",         "event",  "action",    "rule",   "source", "reason",
-    "mode",     "client",     "host",        "port",   "scheme",    "method", "path",   "status",
-    "bytes_up", "bytes_down", "duration_ms", "qname",  "qtype",     "rcode",  "error",  "addr",
-    "sni",      "tls",        "hint",        "cached", "truncated", "prev",
-};
 
 enum review_type {
 	T_NONE,
@@ -69,27 +28,6 @@ struct review_val {
 	size_t len;
 	int64_t num;
 };
-
-/*
- * The index of a key; egressd writes them in table order, so the one
- * after the previous key is tried first.
- */
-static int
-review_fast_key(const char *p, size_t len, int hint)
-{
-	static unsigned char klen[K_COUNT];
-	int k;
-
-	if (klen[0] == 0)
-		for (k = 0; k < K_COUNT; k++)
-			klen[k] = (unsigned char)strlen(review_keys[k]);
-	if (hint < K_COUNT && klen[hint] == len && memcmp(review_keys[hint], p, len) == 0)
-		return hint;
-	for (k = 0; k < K_COUNT; k++)
-		if (klen[k] == len && memcmp(review_keys[k], p, len) == 0)
-			return k;
-	return -1;
-}
 
 /* A string at line[*i] (after its quote); -1 when jansson must decide. */
 static int
@@ -106,7 +44,7 @@ review_fast_str(const char *line, size_t len, size_t *i)
 			return -1;
 		if (p[j] == '"')
 			break;
-		if ((n = utf8_len(p + j, len - j)) == 0)
+		if ((n = text_utf8_len(p + j, len - j)) == 0)
 			return -1;
 		j += n;
 	}
@@ -167,7 +105,7 @@ static int
 review_fast_scan(const char *line, size_t len, struct review_val *vals)
 {
 	size_t i = 1, start;
-	uint32_t seen = 0;
+	uint64_t seen = 0;
 	int k = -1;
 
 	if (len < 2 || line[0] != '{' || line[len - 1] != '}' || line[1] == '}')
@@ -181,12 +119,13 @@ review_fast_scan(const char *line, size_t len, struct review_val *vals)
 		while (i < len && line[i] == '_')
 			for (i++; i < len && line[i] >= 'a' && line[i] <= 'z'; i++)
 				;
+		/* egressd writes keys in table order: the one after the last comes next. */
 		if (i >= len || line[i] != '"' ||
-		    (k = review_fast_key(line + start, i - start, k + 1)) < 0)
+		    (k = fields_find(line + start, i - start, k + 1)) < 0)
 			return -1;
-		if (seen & (1u << k))
+		if (seen & (1ull << k))
 			return -1;
-		seen |= 1u << k;
+		seen |= 1ull << k;
 		if (++i >= len || line[i] != ':')
 			return -1;
 		i++;
@@ -219,37 +158,37 @@ review_fast_i(const struct review_val *v)
 int
 review_fast_parse(struct review_event *ev, char *line, size_t len)
 {
-	struct review_val v[K_COUNT];
+	struct review_val v[AUDIT_FIELD_COUNT];
 	int k;
 
 	memset(ev, 0, sizeof *ev);
 	memset(v, 0, sizeof v);
 	if (review_fast_scan(line, len, v) == -1)
 		return -1;
-	for (k = 0; k < K_COUNT; k++)
+	for (k = 0; k < AUDIT_FIELD_COUNT; k++)
 		if (v[k].type == T_STR)
 			line[v[k].off + v[k].len] = '\0';
-	ev->has_v = v[K_V].type == T_INT;
-	ev->ts = review_fast_s(line, &v[K_TS]);
-	ev->event = review_fast_s(line, &v[K_EVENT]);
-	ev->seq = review_fast_i(&v[K_SEQ]);
-	ev->action = review_fast_s(line, &v[K_ACTION]);
-	ev->rule = review_fast_s(line, &v[K_RULE]);
-	ev->source = review_fast_s(line, &v[K_SOURCE]);
-	ev->reason = review_fast_s(line, &v[K_REASON]);
-	ev->host = review_fast_s(line, &v[K_HOST]);
-	ev->qname = review_fast_s(line, &v[K_QNAME]);
-	ev->method = review_fast_s(line, &v[K_METHOD]);
-	ev->scheme = review_fast_s(line, &v[K_SCHEME]);
-	ev->path = review_fast_s(line, &v[K_PATH]);
-	ev->qtype = review_fast_s(line, &v[K_QTYPE]);
-	ev->rcode = review_fast_s(line, &v[K_RCODE]);
-	ev->error = review_fast_s(line, &v[K_ERROR]);
-	ev->prev = review_fast_s(line, &v[K_PREV]);
-	ev->port = review_fast_i(&v[K_PORT]);
-	ev->status = review_fast_i(&v[K_STATUS]);
-	ev->bytes_up = review_fast_i(&v[K_BYTES_UP]);
-	ev->bytes_down = review_fast_i(&v[K_BYTES_DOWN]);
-	ev->duration_ms = review_fast_i(&v[K_DURATION]);
+	ev->has_v = v[AUDIT_FIELD_V].type == T_INT;
+	ev->ts = review_fast_s(line, &v[AUDIT_FIELD_TS]);
+	ev->event = review_fast_s(line, &v[AUDIT_FIELD_EVENT]);
+	ev->seq = review_fast_i(&v[AUDIT_FIELD_SEQ]);
+	ev->action = review_fast_s(line, &v[AUDIT_FIELD_ACTION]);
+	ev->rule = review_fast_s(line, &v[AUDIT_FIELD_RULE]);
+	ev->source = review_fast_s(line, &v[AUDIT_FIELD_SOURCE]);
+	ev->reason = review_fast_s(line, &v[AUDIT_FIELD_REASON]);
+	ev->host = review_fast_s(line, &v[AUDIT_FIELD_HOST]);
+	ev->qname = review_fast_s(line, &v[AUDIT_FIELD_QNAME]);
+	ev->method = review_fast_s(line, &v[AUDIT_FIELD_METHOD]);
+	ev->scheme = review_fast_s(line, &v[AUDIT_FIELD_SCHEME]);
+	ev->path = review_fast_s(line, &v[AUDIT_FIELD_PATH]);
+	ev->qtype = review_fast_s(line, &v[AUDIT_FIELD_QTYPE]);
+	ev->rcode = review_fast_s(line, &v[AUDIT_FIELD_RCODE]);
+	ev->error = review_fast_s(line, &v[AUDIT_FIELD_ERROR]);
+	ev->prev = review_fast_s(line, &v[AUDIT_FIELD_PREV]);
+	ev->port = review_fast_i(&v[AUDIT_FIELD_PORT]);
+	ev->status = review_fast_i(&v[AUDIT_FIELD_STATUS]);
+	ev->bytes_up = review_fast_i(&v[AUDIT_FIELD_BYTES_UP]);
+	ev->bytes_down = review_fast_i(&v[AUDIT_FIELD_BYTES_DOWN]);
+	ev->duration_ms = review_fast_i(&v[AUDIT_FIELD_DURATION_MS]);
 	return 0;
 }

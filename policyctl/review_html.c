@@ -172,7 +172,7 @@ static const char review_html_script[] =
     "})();\n";
 
 static void
-review_html_overview(struct buf *b, const struct review_summary *s)
+review_html_overview(struct buf *b, const struct review_tally *s)
 {
 	unsigned i;
 
@@ -217,7 +217,7 @@ review_html_num(struct buf *b, uint64_t v)
 }
 
 static void
-review_html_hosts(struct buf *b, const struct review_summary *s)
+review_html_hosts(struct buf *b, const struct review_tally *s)
 {
 	static const char *cols[][2] = {
 	    {"host", ""},  {"requests", "n"}, {"dns", "n"},     {"methods", ""},  {"up", "n"},
@@ -233,7 +233,7 @@ review_html_hosts(struct buf *b, const struct review_summary *s)
 		buf_printf(b, "<th data-key=\"%s\" class=\"%s\" tabindex=\"0\">%s</th>", cols[i][0],
 		           cols[i][1], cols[i][0]);
 	buf_adds(b, "</tr></thead>\n<tbody>\n");
-	v = review_summary_sorted(s);
+	v = review_tally_sorted(s);
 	for (i = 0; (h = v[i]) != NULL; i++) {
 		buf_adds(b, "<tr>");
 		review_html_cell(b, h->name);
@@ -259,7 +259,7 @@ review_html_hosts(struct buf *b, const struct review_summary *s)
 }
 
 static void
-review_html_page(FILE *out, const struct review_summary *s, const struct review_page *pg)
+review_html_page(FILE *out, const struct review_tally *s, const struct review_page *pg)
 {
 	struct buf b;
 
@@ -307,7 +307,7 @@ review_html_page(FILE *out, const struct review_summary *s, const struct review_
 int
 review_html(FILE *in, FILE *out, const struct review_opts *o)
 {
-	struct review_summary s;
+	struct review_tally s;
 	struct review_page pg;
 	int rc = -1;
 
@@ -316,7 +316,7 @@ review_html(FILE *in, FILE *out, const struct review_opts *o)
 	buf_init(&pg.viol);
 	buf_reserve(&pg.events, 1);
 	buf_reserve(&pg.viol, 1);
-	review_summary_init(&s, o->name);
+	review_tally_init(&s, o->name);
 	if (review_scan(in, o, &s, review_html_cb, &pg) == -1)
 		goto out;
 	if (s.bad > 0)
@@ -325,7 +325,7 @@ review_html(FILE *in, FILE *out, const struct review_opts *o)
 	review_html_page(out, &s, &pg);
 	rc = ferror(out) ? -1 : 0;
 out:
-	review_summary_free(&s);
+	review_tally_free(&s);
 	buf_free(&pg.events);
 	buf_free(&pg.viol);
 	return rc;

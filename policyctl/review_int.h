@@ -2,7 +2,7 @@
  * What the review_*.c files of `policyctl audit` share: the line reader
  * that streams an audit file (hashing each line for the chain check), one
  * parsed event, the per-host tally and the escaping of untrusted strings
- * for a terminal. Nothing here is for other modules; policy.h has the
+ * for a terminal. Nothing here is for other modules; review.h has the
  * entry points.
  */
 #ifndef REVIEW_INT_H
@@ -18,7 +18,6 @@
 
 #define REVIEW_LINE_MAX  (1024 * 1024) /* bytes of a line that are parsed */
 #define REVIEW_BLOCK     65536
-#define REVIEW_HASH_HEX  64
 #define REVIEW_SHOW_BAD  10 /* line numbers of bad lines shown */
 #define REVIEW_METHODS   8  /* distinct methods kept per host */
 #define REVIEW_METHOD_SZ 16
@@ -38,18 +37,18 @@ struct review_reader {
 	size_t end;
 	struct buf line; /* the current line, without its newline */
 	unsigned long lineno;
-	uint64_t size; /* all bytes of the current line */
-	int overlong;  /* line.len < size */
-	int partial;   /* the line ended at end of file, not at a newline */
-	int error;     /* errno of a failed read, else 0 */
-	void *md_ctx;  /* EVP_MD_CTX *: hash every line when set */
-	char hash[REVIEW_HASH_HEX + 1];
+	uint64_t size;       /* all bytes of the current line */
+	int overlong;        /* line.len < size */
+	int partial;         /* the line ended at end of file, not at a newline */
+	int error;           /* errno of a failed read, else 0 */
+	struct chain *chain; /* hash every line when set */
+	char hash[CHAIN_HEX + 1];
 };
 void review_reader_init(struct review_reader *, FILE *, int);
 void review_reader_free(struct review_reader *);
 int review_reader_next(struct review_reader *);
 
-struct review_summary;
+struct review_tally;
 
 /* One audit line; the strings live in root until review_event_clear. */
 struct review_event {
@@ -85,14 +84,14 @@ const char *review_event_parse(struct review_event *, char *, size_t);
 const char *review_event_parse_json(struct review_event *, const char *, size_t);
 void review_event_clear(struct review_event *);
 int review_filter_match(const struct review_filter *, const struct review_event *);
-int review_scan(FILE *, const struct review_opts *, struct review_summary *,
+int review_scan(FILE *, const struct review_opts *, struct review_tally *,
                 void (*)(const struct review_event *, void *), void *);
 const char *review_act_name(enum review_act);
 
 /* review_fast.c */
 int review_fast_parse(struct review_event *, char *, size_t);
 
-/* review_summary.c */
+/* review_tally.c */
 struct review_host {
 	char *name;
 	uint64_t n;
@@ -105,7 +104,7 @@ struct review_host {
 	int more_methods;
 	char *rule; /* the rule of its first block or flag */
 };
-struct review_summary {
+struct review_tally {
 	const char *name;
 	unsigned long lines;
 	unsigned long events; /* lines that passed the filter */
@@ -127,18 +126,20 @@ struct review_summary {
 	size_t nhosts;
 	unsigned long nviol;
 };
-void review_summary_init(struct review_summary *, const char *);
-void review_summary_free(struct review_summary *);
-void review_summary_bad(struct review_summary *, unsigned long, const char *);
-void review_summary_add(struct review_summary *, const struct review_event *);
-struct review_host *review_summary_find(const struct review_summary *, const char *);
-struct review_host **review_summary_sorted(const struct review_summary *);
+void review_tally_init(struct review_tally *, const char *);
+void review_tally_free(struct review_tally *);
+void review_tally_bad(struct review_tally *, unsigned long, const char *);
+void review_tally_add(struct review_tally *, const struct review_event *);
+struct review_host *review_tally_find(const struct review_tally *, const char *);
+struct review_host **review_tally_sorted(const struct review_tally *);
+
+/* review_summary.c */
 void review_summary_json_event(struct buf *, const struct review_event *);
 
 /* review_text.c */
 void review_text_escape(struct buf *, const char *, size_t);
 void review_text_bytes(char *, size_t, uint64_t);
 void review_text_event(struct buf *, const struct review_event *, int);
-int review_text_summary(FILE *, const struct review_summary *, FILE *, int);
+int review_text_summary(FILE *, const struct review_tally *, FILE *, int);
 
 #endif

@@ -35,8 +35,8 @@ struct review_entry {
 };
 
 struct review_collect {
-	struct review_summary viol;  /* blocks and flags an allowlist entry lifts */
-	struct review_summary exact; /* ... of which the private-address guard blocked */
+	struct review_tally viol;  /* blocks and flags an allowlist entry lifts */
+	struct review_tally exact; /* ... of which the private-address guard blocked */
 };
 
 /* A host left out because an entry would open what the address guard protects. */
@@ -62,9 +62,9 @@ review_suggest_cb(const struct review_event *ev, void *arg)
 	if (strcmp(ev->event, "policy") == 0 || strcmp(ev->event, "daemon") == 0 ||
 	    strcmp(ev->event, "packet") == 0)
 		return;
-	review_summary_add(&c->viol, ev);
+	review_tally_add(&c->viol, ev);
 	if (ev->rule != NULL && strcmp(ev->rule, "private-address") == 0)
-		review_summary_add(&c->exact, ev);
+		review_tally_add(&c->exact, ev);
 }
 
 static int
@@ -104,11 +104,11 @@ review_entry_add(struct review_entry *e, struct review_host *h)
 
 /* The registrable domain a host may be grouped under, or NULL. */
 static const char *
-review_group_of(const psl_ctx_t *psl, const struct review_summary *exact, const char *name)
+review_group_of(const psl_ctx_t *psl, const struct review_tally *exact, const char *name)
 {
 	const char *reg;
 
-	if (psl == NULL || review_summary_find(exact, name) != NULL)
+	if (psl == NULL || review_tally_find(exact, name) != NULL)
 		return NULL;
 	if ((reg = psl_registrable_domain(psl, name)) == NULL || strcmp(reg, name) == 0)
 		return NULL;
@@ -135,7 +135,7 @@ review_guarded_why(const struct review_collect *c, const struct host *hp, char *
 			snprintf(out, len, "not globally reachable (%s)", special);
 		return out;
 	}
-	if (review_summary_find(&c->exact, hp->name) == NULL)
+	if (review_tally_find(&c->exact, hp->name) == NULL)
 		return NULL;
 	snprintf(out, len,
 	         "blocked by rule private-address: an exact entry would let it reach the "
@@ -155,7 +155,7 @@ review_entries(struct review_collect *c, size_t *count, uint64_t *skipped,
                struct review_guarded *guarded, size_t *nguarded)
 {
 	const psl_ctx_t *psl = domain_psl();
-	struct review_host **v = review_summary_sorted(&c->viol);
+	struct review_host **v = review_tally_sorted(&c->viol);
 	struct review_entry *e;
 	const char **group;
 	struct host hp;
@@ -274,7 +274,7 @@ int
 review_suggest(FILE *in, FILE *out, const struct review_opts *o)
 {
 	struct review_collect c;
-	struct review_summary all;
+	struct review_tally all;
 	struct review_guarded *guarded;
 	struct review_entry *e;
 	struct buf b;
@@ -282,9 +282,9 @@ review_suggest(FILE *in, FILE *out, const struct review_opts *o)
 	size_t n, i, nguarded = 0;
 	int rc = -1;
 
-	review_summary_init(&all, o->name);
-	review_summary_init(&c.viol, o->name);
-	review_summary_init(&c.exact, o->name);
+	review_tally_init(&all, o->name);
+	review_tally_init(&c.viol, o->name);
+	review_tally_init(&c.exact, o->name);
 	buf_init(&b);
 	if (review_scan(in, o, &all, review_suggest_cb, &c) == -1)
 		goto out;
@@ -319,8 +319,8 @@ review_suggest(FILE *in, FILE *out, const struct review_opts *o)
 	rc = 0;
 out:
 	buf_free(&b);
-	review_summary_free(&c.exact);
-	review_summary_free(&c.viol);
-	review_summary_free(&all);
+	review_tally_free(&c.exact);
+	review_tally_free(&c.viol);
+	review_tally_free(&all);
 	return rc;
 }

@@ -39,7 +39,7 @@ review_text_escape(struct buf *b, const char *s, size_t len)
 			i++;
 			continue;
 		}
-		if (p[i] < 0x80 || (n = utf8_len(p + i, len - i)) == 0) {
+		if (p[i] < 0x80 || (n = text_utf8_len(p + i, len - i)) == 0) {
 			buf_printf(b, "\\x%02x", p[i++]);
 			continue;
 		}
@@ -187,7 +187,7 @@ review_text_head(struct buf *b, const char *title, int color)
 }
 
 static void
-review_text_overview(struct buf *b, const struct review_summary *s, int color)
+review_text_overview(struct buf *b, const struct review_tally *s, int color)
 {
 	char span[32];
 	unsigned i;
@@ -279,14 +279,14 @@ review_text_methods(struct buf *b, const struct review_host *h)
 }
 
 static void
-review_text_hosts(struct buf *b, const struct review_summary *s, int color)
+review_text_hosts(struct buf *b, const struct review_tally *s, int color)
 {
 	struct review_host **v, *h;
 	char up[32], down[32];
 	size_t i;
 	int width = 4;
 
-	v = review_summary_sorted(s);
+	v = review_tally_sorted(s);
 	for (i = 0; v[i] != NULL; i++) {
 		struct buf e;
 
@@ -320,7 +320,7 @@ review_text_hosts(struct buf *b, const struct review_summary *s, int color)
  * flags, already formatted, in file order.
  */
 int
-review_text_summary(FILE *out, const struct review_summary *s, FILE *viol, int color)
+review_text_summary(FILE *out, const struct review_tally *s, FILE *viol, int color)
 {
 	char blk[REVIEW_BLOCK];
 	struct buf b;

@@ -2,7 +2,7 @@
  * `policyctl audit --verify`: checks the hash chain of an audit file. The
  * "prev" of each line must be the SHA-256 of the bytes of the line before
  * it (without its newline), the first line's 64 zeros; the hashes are
- * taken exactly as audit/audit.c takes them. A broken link is reported
+ * taken by the writer's own chain (audit/chain.c). A broken link is reported
  * at the line whose prev does not match, with what "seq" suggests
  * happened (a line changed, lines removed or reordered, a second chain);
  * a line that is not an audit event and a file that ends inside a line
@@ -18,17 +18,14 @@
 #define REVIEW_VERIFY_SHOW 100 /* problems printed; all are counted */
 #define REVIEW_VERIFY_RING 64  /* recent line hashes kept to explain a mismatch */
 
-static const char review_zeros[] =
-    "0000000000000000000000000000000000000000000000000000000000000000";
-
 struct review_verify {
 	const struct review_opts *o;
 	FILE *out;
 	struct buf b;
 	unsigned long problems;
 	unsigned long first;
-	int64_t last_seq; /* of the line before; -1 when unknown */
-	char ring[REVIEW_VERIFY_RING][REVIEW_HASH_HEX + 1]; /* hash of line n at n % RING */
+	int64_t last_seq;                             /* of the line before; -1 when unknown */
+	char ring[REVIEW_VERIFY_RING][CHAIN_HEX + 1]; /* hash of line n at n % RING */
 };
 
 static void review_verify_problem(struct review_verify *, unsigned long, const char *, const char *,
@@ -83,7 +80,7 @@ review_verify_mismatch(struct review_verify *v, unsigned long n, const char *pre
 		    v, n, "head-removed",
 		    "prev is not 64 zeros: lines before this one were removed (the "
 		    "file does not start where its chain began)");
-	else if (strcmp(prev, review_zeros) == 0)
+	else if (strcmp(prev, chain_zeros) == 0)
 		review_verify_problem(v, n, "new-chain",
 		                      "prev is 64 zeros, but this is not the first line: a new "
 		                      "chain starts here (another writer appended to the file, or "
@@ -127,7 +124,7 @@ review_verify_line(struct review_verify *v, struct review_reader *r, const char 
 	why =
 	    r->overlong ? "longer than 1 MiB" : review_event_parse(&ev, r->line.data, r->line.len);
 	prev = r->overlong ? NULL : ev.prev;
-	if (prev == NULL || strlen(prev) != REVIEW_HASH_HEX) {
+	if (prev == NULL || strlen(prev) != CHAIN_HEX) {
 		if (r->partial)
 			review_verify_problem(
 			    v, r->lineno, "truncated-tail",
@@ -160,7 +157,7 @@ review_verify_line(struct review_verify *v, struct review_reader *r, const char 
 int
 review_verify(FILE *in, FILE *out, const struct review_opts *o)
 {
-	char expect[REVIEW_HASH_HEX + 1];
+	char expect[CHAIN_HEX + 1];
 	struct review_verify v;
 	struct review_reader r;
 	unsigned long runs = 0;
@@ -171,7 +168,7 @@ review_verify(FILE *in, FILE *out, const struct review_opts *o)
 	v.out = out;
 	v.last_seq = -1;
 	buf_init(&v.b);
-	memcpy(expect, review_zeros, sizeof expect);
+	memcpy(expect, chain_zeros, sizeof expect);
 	if (o->json) {
 		fputs("{\"file\":", out);
 		json_escape_str(&v.b, o->name);

@@ -302,8 +302,6 @@ conn_flush_close(struct conn *c)
 void
 conn_proceed(struct conn *c)
 {
-	if (c->x->host.kind == HOST_ADDR)
-		policy_check_addr(c->policy, &c->x->host.addr, &c->x->decision);
 	if (c->x->decision.action == ACTION_BLOCK) {
 		respond_block(c);
 		return;

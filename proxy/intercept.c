@@ -34,14 +34,13 @@ enum exchange_tls
 intercept_tls_mode(struct conn *c)
 {
 	struct domain_match m;
-	const char *list = c->x->decision.list;
 
 	if (c->x->kind == EXCHANGE_TCP)
 		return EXCHANGE_TLS_TUNNEL; /* redirected bytes that are not TLS */
 	if (c->x->host.kind == HOST_NAME && policy_passthrough(c->policy, &c->x->host, &m))
 		return EXCHANGE_TLS_PASSTHROUGH;
 	if (c->e->tls == NULL ||
-	    (list != NULL && strcmp(list, "allowlist") == 0 && c->x->port != 443))
+	    (c->x->decision.list == POLICY_LIST_ALLOWLIST && c->x->port != 443))
 		return EXCHANGE_TLS_TUNNEL;
 	return EXCHANGE_TLS_INTERCEPT;
 }
@@ -74,7 +73,7 @@ intercept_peek_refuse(struct conn *c, const char *rule, const char *reason, cons
 
 	d->action = ACTION_BLOCK;
 	str_copy(d->rule, sizeof d->rule, rule);
-	d->list = NULL;
+	d->list = POLICY_LIST_NONE;
 	str_copy(d->source, sizeof d->source, "builtin");
 	str_copy(d->reason, sizeof d->reason, reason);
 	conn_close(c, why);

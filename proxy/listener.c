@@ -67,7 +67,7 @@ listener_bind(const char *spec, enum listener_kind kind, int allow_non_loopback,
 	struct sockaddr_storage ss;
 	socklen_t len;
 	const char *why;
-	int fd, one = 1;
+	int fd;
 
 	if ((why = sock_parse(spec, -1, &ss, &len)) != NULL) {
 		snprintf(err, errlen, "%s", why);
@@ -75,15 +75,8 @@ listener_bind(const char *spec, enum listener_kind kind, int allow_non_loopback,
 	}
 	if (listener_private(-1, &ss, kind, allow_non_loopback, err, errlen) == -1)
 		return -1;
-	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd == -1) {
-		snprintf(err, errlen, "socket: %s", strerror(errno));
-		return -1;
-	}
-	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-	if (bind(fd, (struct sockaddr *)&ss, len) == -1 || listen(fd, LISTENER_BACKLOG) == -1) {
+	if ((fd = sock_listen(&ss, len, SOCK_STREAM, LISTENER_BACKLOG)) == -1) {
 		snprintf(err, errlen, "%s", strerror(errno));
-		close(fd);
 		return -1;
 	}
 	return fd;

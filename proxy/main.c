@@ -298,7 +298,7 @@ main_dns_listen(struct egressd *e, struct main_opts *o, int udp[2], int tcp[2])
 		else
 			snprintf(addr, sizeof addr, "127.0.0.1:%d",
 			         policy_config(e->policy)->dns_port);
-		if (listen_bind(addr, &udp[0], &tcp[0], err, sizeof err) == -1) {
+		if (resolver_bind(addr, &udp[0], &tcp[0], err, sizeof err) == -1) {
 			fprintf(stderr, "egressd: --dns %s: %s\n", addr, err);
 			return -1;
 		}

@@ -50,22 +50,20 @@ request_policy(struct conn *c, struct policy_request *pr)
 /*
  * Whether the decision needs the request body, deciding without it into
  * c->x->decision on the way. When the host lists and modes leave it to
- * the method and GraphQL rules (step 4), any body may turn a read into a
- * GraphQL mutation or a POST into an allowed query, so it is held (up to
- * maxGraphqlBody) and classified whatever its type: a lenient server may
- * read a form, a multipart body or untyped JSON. Otherwise the decision
- * made here stands.
+ * the method and GraphQL rules (step 4; decision.body_matters), any body
+ * may turn a read into a GraphQL mutation or a POST into an allowed
+ * query, so it is held (up to maxGraphqlBody) and classified whatever its
+ * type: a lenient server may read a form, a multipart body or untyped
+ * JSON. Otherwise the decision made here stands.
  */
 static int
 request_body_needed(struct conn *c)
 {
 	struct policy_request pr;
-	const char *list;
 
 	request_policy(c, &pr);
 	policy_decide(c->policy, &pr, &c->x->decision);
-	list = c->x->decision.list;
-	return list != NULL && (strcmp(list, "methods") == 0 || strcmp(list, "graphql") == 0);
+	return c->x->decision.body_matters;
 }
 
 /* A Content-Encoding other than identity: the held bytes cannot be read. */

@@ -117,6 +117,7 @@ void
 respond_block(struct conn *c)
 {
 	const struct decision *d = &c->x->decision;
+	const char *list = policy_list_name(d->list);
 	char body[2048];
 	struct buf hint;
 	int keep, body_flag;
@@ -135,8 +136,8 @@ respond_block(struct conn *c)
 	         "Blocked by the egress policy.\n"
 	         "host: %s\nrule: %s (%s%s%s)\nreason: %s\n"
 	         "To see why: policyctl explain %s\n%s",
-	         c->x->host.name, d->rule, d->list ? d->list : "", d->list ? ", " : "", d->source,
-	         d->reason, buf_cstr(&hint) + (buf_cstr(&hint)[0] == ' '),
+	         c->x->host.name, d->rule, list ? list : "", list ? ", " : "", d->source, d->reason,
+	         buf_cstr(&hint) + (buf_cstr(&hint)[0] == ' '),
 	         body_flag ? "(FILE: a file holding the request body)\n" : "");
 	buf_free(&hint);
 	/* Keep the connection only when no request body is left unread. */

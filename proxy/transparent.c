@@ -153,15 +153,17 @@ transparent_decide(struct conn *c, const struct host *h, uint16_t port, enum exc
 	pr.method = "CONNECT";
 	pr.port = port;
 	policy_decide(c->policy, &pr, &c->x->decision);
-	if (kind == EXCHANGE_TCP && c->x->decision.action != ACTION_BLOCK &&
-	    (c->x->decision.list == NULL || strcmp(c->x->decision.list, "allowlist") != 0)) {
-		/*
-		 * Bytes that are neither TLS nor HTTP carry no method or name to
-		 * decide by: only an address the allowlist names may receive them.
-		 */
+	/*
+	 * Bytes that are neither TLS nor HTTP carry no method or name to
+	 * decide by: only an address the allowlist names may receive them.
+	 * The rule comes before the address guard, so a refusal of the
+	 * guard's (list address) is this rule's.
+	 */
+	if (kind == EXCHANGE_TCP && c->x->decision.list != POLICY_LIST_ALLOWLIST &&
+	    (c->x->decision.action != ACTION_BLOCK || c->x->decision.list == POLICY_LIST_ADDRESS)) {
 		c->x->decision.action = ACTION_BLOCK;
 		snprintf(c->x->decision.rule, sizeof c->x->decision.rule, "not-http-or-tls");
-		c->x->decision.list = NULL;
+		c->x->decision.list = POLICY_LIST_NONE;
 		snprintf(c->x->decision.source, sizeof c->x->decision.source, "builtin");
 		snprintf(c->x->decision.reason, sizeof c->x->decision.reason,
 		         "a redirected connection that is neither TLS nor HTTP goes only to an "

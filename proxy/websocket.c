@@ -211,7 +211,7 @@ websocket_frame_error(struct conn *c)
 	d.action = ACTION_BLOCK;
 	str_copy(d.rule, sizeof d.rule, "websocket-frame");
 	str_copy(d.source, sizeof d.source, "builtin");
-	d.list = "websocket";
+	d.list = POLICY_LIST_WEBSOCKET;
 	snprintf(d.reason, sizeof d.reason, "WebSocket frame refused: %s", rd->err);
 	websocket_audit(c, &d);
 	websocket_close(c, (unsigned)rd->close_code, rd->err, rd->err);

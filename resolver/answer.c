@@ -10,15 +10,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "resolver.h"
+#include "resolver_int.h"
 
-#define ANSWER_TYPE_TSIG  250
-#define ANSWER_TYPE_SVCB  64
-#define ANSWER_TYPE_HTTPS 65
-#define ANSWER_CHAIN_MAX  16
+#define DNS_ANSWER_TYPE_TSIG  250
+#define DNS_ANSWER_TYPE_SVCB  64
+#define DNS_ANSWER_TYPE_HTTPS 65
+#define DNS_ANSWER_CHAIN_MAX  16
 
 static uint16_t
-answer_get16(const uint8_t *p)
+dns_answer_get16(const uint8_t *p)
 {
 	return (uint16_t)(p[0] << 8 | p[1]);
 }
@@ -31,7 +31,7 @@ answer_get16(const uint8_t *p)
  * keys mandatory).
  */
 static int
-answer_svcb_clean(ldns_rr *rr)
+dns_answer_svcb_clean(ldns_rr *rr)
 {
 	ldns_buffer *b;
 	const uint8_t *d;
@@ -61,13 +61,13 @@ answer_svcb_clean(ldns_rr *rr)
 	memcpy(out, d, o);
 	w = o;
 	while (o < len) {
-		if (o + 4 > len || o + 4 + answer_get16(d + o + 2) > len)
+		if (o + 4 > len || o + 4 + dns_answer_get16(d + o + 2) > len)
 			goto drop;
-		key = answer_get16(d + o);
-		vlen = answer_get16(d + o + 2);
+		key = dns_answer_get16(d + o);
+		vlen = dns_answer_get16(d + o + 2);
 		if (key == 0) /* mandatory: a list of keys */
 			for (k = 0; k + 1 < vlen; k += 2)
-				if ((n = answer_get16(d + o + 4 + k)) == 4 || n == 5 || n == 6)
+				if ((n = dns_answer_get16(d + o + 4 + k)) == 4 || n == 5 || n == 6)
 					goto drop;
 		if (key != 4 && key != 5 && key != 6) {
 			memcpy(out + w, d + o, 4 + (size_t)vlen);
@@ -92,7 +92,7 @@ drop:
  * its 64 KiB work buffer, which would make every cached answer that large.
  */
 static int
-answer_to_wire(const ldns_pkt *pkt, uint8_t **wire, size_t *len)
+dns_answer_to_wire(const ldns_pkt *pkt, uint8_t **wire, size_t *len)
 {
 	uint8_t *big;
 
@@ -107,8 +107,8 @@ answer_to_wire(const ldns_pkt *pkt, uint8_t **wire, size_t *len)
 
 /* Copy a section's records that keep() accepts into dst, cloned. */
 static void
-answer_copy_section(ldns_pkt *dst, ldns_pkt_section sec, const ldns_rr_list *src,
-                    int (*keep)(ldns_rr *, void *), void *arg)
+dns_answer_copy_section(ldns_pkt *dst, ldns_pkt_section sec, const ldns_rr_list *src,
+                        int (*keep)(ldns_rr *, void *), void *arg)
 {
 	ldns_rr *rr;
 	size_t i;
@@ -126,7 +126,7 @@ answer_copy_section(ldns_pkt *dst, ldns_pkt_section sec, const ldns_rr_list *src
 	}
 }
 
-struct answer_prep {
+struct dns_answer_prep {
 	const struct resolver_conf *conf;
 	uint32_t min_ttl;
 	uint32_t neg_ttl; /* from the SOA of a negative answer */
@@ -135,15 +135,16 @@ struct answer_prep {
 
 /* Keep a record of an arriving answer, cleaned and with its TTL clamped. */
 static int
-answer_prep_keep(ldns_rr *rr, void *arg)
+dns_answer_prep_keep(ldns_rr *rr, void *arg)
 {
-	struct answer_prep *mp = arg;
+	struct dns_answer_prep *mp = arg;
 	uint32_t ttl = ldns_rr_ttl(rr);
 	ldns_rr_type t = ldns_rr_get_type(rr);
 
-	if (t == ANSWER_TYPE_TSIG || t == LDNS_RR_TYPE_OPT)
+	if (t == DNS_ANSWER_TYPE_TSIG || t == LDNS_RR_TYPE_OPT)
 		return 0;
-	if ((t == ANSWER_TYPE_SVCB || t == ANSWER_TYPE_HTTPS) && answer_svcb_clean(rr) == -1)
+	if ((t == DNS_ANSWER_TYPE_SVCB || t == DNS_ANSWER_TYPE_HTTPS) &&
+	    dns_answer_svcb_clean(rr) == -1)
 		return 0;
 	if (ttl > 0x7fffffffu) /* RFC 2181 §8 */
 		ttl = 0;
@@ -154,11 +155,11 @@ answer_prep_keep(ldns_rr *rr, void *arg)
 }
 
 static int
-answer_prep_answer(ldns_rr *rr, void *arg)
+dns_answer_prep_answer(ldns_rr *rr, void *arg)
 {
-	struct answer_prep *mp = arg;
+	struct dns_answer_prep *mp = arg;
 
-	if (!answer_prep_keep(rr, arg))
+	if (!dns_answer_prep_keep(rr, arg))
 		return 0;
 	if (ldns_rr_ttl(rr) < mp->min_ttl)
 		mp->min_ttl = ldns_rr_ttl(rr);
@@ -167,12 +168,12 @@ answer_prep_answer(ldns_rr *rr, void *arg)
 
 /* Authority of an answer: an SOA gives the negative TTL (RFC 2308 §5). */
 static int
-answer_prep_authority(ldns_rr *rr, void *arg)
+dns_answer_prep_authority(ldns_rr *rr, void *arg)
 {
-	struct answer_prep *mp = arg;
+	struct dns_answer_prep *mp = arg;
 	uint32_t ttl, minimum;
 
-	if (!answer_prep_keep(rr, arg))
+	if (!dns_answer_prep_keep(rr, arg))
 		return 0;
 	if (ldns_rr_get_type(rr) == LDNS_RR_TYPE_SOA && ldns_rr_rd_count(rr) == 7) {
 		ttl = ldns_rr_ttl(rr);
@@ -192,10 +193,10 @@ answer_prep_authority(ldns_rr *rr, void *arg)
 /*
  * The question's name, and the owners spelt like it, in lowercase: the
  * upstream echoes the mixed case of the query (0x20), which is not for
- * clients, who get their own spelling back (msg_reply_served).
+ * clients, who get their own spelling back (dns_msg_reply_served).
  */
 static void
-answer_lower_owners(ldns_pkt *n)
+dns_answer_lower_owners(ldns_pkt *n)
 {
 	const ldns_rr_list *lists[3];
 	ldns_rdf *qname, *owner;
@@ -224,10 +225,10 @@ answer_lower_owners(ldns_pkt *n)
  * when the answer cannot be used.
  */
 int
-answer_prepare(ldns_pkt *pkt, const struct resolver_conf *conf, uint8_t **raw, size_t *len,
-               uint32_t *ttl)
+dns_answer_prepare(ldns_pkt *pkt, const struct resolver_conf *conf, uint8_t **raw, size_t *len,
+                   uint32_t *ttl)
 {
-	struct answer_prep mp = {conf, UINT32_MAX, 0, 0};
+	struct dns_answer_prep mp = {conf, UINT32_MAX, 0, 0};
 	ldns_pkt *n;
 	int rc;
 	unsigned rcode = ldns_pkt_get_rcode(pkt);
@@ -238,21 +239,22 @@ answer_prepare(ldns_pkt *pkt, const struct resolver_conf *conf, uint8_t **raw, s
 	ldns_pkt_set_rd(n, 1);
 	ldns_pkt_set_ra(n, 1);
 	ldns_pkt_set_rcode(n, (uint8_t)rcode);
-	answer_copy_section(n, LDNS_SECTION_QUESTION, ldns_pkt_question(pkt), NULL, NULL);
-	answer_copy_section(n, LDNS_SECTION_ANSWER, ldns_pkt_answer(pkt), answer_prep_answer, &mp);
-	answer_copy_section(n, LDNS_SECTION_AUTHORITY, ldns_pkt_authority(pkt),
-	                    answer_prep_authority, &mp);
-	answer_copy_section(n, LDNS_SECTION_ADDITIONAL, ldns_pkt_additional(pkt), answer_prep_keep,
-	                    &mp);
-	answer_lower_owners(n);
-	rc = answer_to_wire(n, raw, len);
+	dns_answer_copy_section(n, LDNS_SECTION_QUESTION, ldns_pkt_question(pkt), NULL, NULL);
+	dns_answer_copy_section(n, LDNS_SECTION_ANSWER, ldns_pkt_answer(pkt),
+	                        dns_answer_prep_answer, &mp);
+	dns_answer_copy_section(n, LDNS_SECTION_AUTHORITY, ldns_pkt_authority(pkt),
+	                        dns_answer_prep_authority, &mp);
+	dns_answer_copy_section(n, LDNS_SECTION_ADDITIONAL, ldns_pkt_additional(pkt),
+	                        dns_answer_prep_keep, &mp);
+	dns_answer_lower_owners(n);
+	rc = dns_answer_to_wire(n, raw, len);
 	ldns_pkt_free(n);
 	if (rc == -1)
 		return -1;
 	*ttl = 0;
-	if (rcode == MSG_NOERROR && ldns_rr_list_rr_count(ldns_pkt_answer(pkt)) > 0)
+	if (rcode == DNS_MSG_NOERROR && ldns_rr_list_rr_count(ldns_pkt_answer(pkt)) > 0)
 		*ttl = mp.min_ttl == UINT32_MAX ? 0 : mp.min_ttl;
-	else if ((rcode == MSG_NOERROR || rcode == MSG_NXDOMAIN) && mp.soa)
+	else if ((rcode == DNS_MSG_NOERROR || rcode == DNS_MSG_NXDOMAIN) && mp.soa)
 		*ttl = mp.neg_ttl;
 	return 0;
 }
@@ -266,7 +268,7 @@ answer_prepare(ldns_pkt *pkt, const struct resolver_conf *conf, uint8_t **raw, s
  * else, return -1 for host_parse() to decide.
  */
 static int
-answer_name_plain(const char *name, struct host *h)
+dns_answer_name_plain(const char *name, struct host *h)
 {
 	size_t i, label = 0, len = strnlen(name, HOST_NAME_MAXLEN + 1);
 	int wordy = 0;
@@ -305,16 +307,16 @@ answer_name_plain(const char *name, struct host *h)
  * when d blocks it.
  */
 int
-answer_decide(const struct policy *p, const char *name, struct decision *d)
+dns_answer_decide(const struct policy *p, const char *name, struct decision *d)
 {
 	struct policy_request req;
 	struct host h;
 
-	if (answer_name_plain(name, &h) == -1 && host_parse(name, strlen(name), &h) != NULL) {
+	if (dns_answer_name_plain(name, &h) == -1 && host_parse(name, strlen(name), &h) != NULL) {
 		memset(d, 0, sizeof *d);
 		d->action = ACTION_BLOCK;
 		str_copy(d->rule, sizeof d->rule, "invalid-name");
-		d->list = "name";
+		d->list = POLICY_LIST_NAME;
 		str_copy(d->source, sizeof d->source, "builtin");
 		snprintf(d->reason, sizeof d->reason,
 		         "the name holds characters no policy entry can match");
@@ -332,12 +334,12 @@ answer_decide(const struct policy *p, const char *name, struct decision *d)
  * point into a CDN nobody listed.
  */
 static int
-answer_cloak_check(const ldns_pkt *pkt, const struct policy *p, struct decision *d)
+dns_answer_cloak_check(const ldns_pkt *pkt, const struct policy *p, struct decision *d)
 {
 	const ldns_rr_list *an = ldns_pkt_answer(pkt);
 	const ldns_rr *rr;
 	const ldns_rdf *target;
-	char name[MSG_NAME_MAX + 1], why[sizeof d->reason];
+	char name[DNS_MSG_NAME_MAX + 1], why[sizeof d->reason];
 	size_t i;
 
 	for (i = 0; i < ldns_rr_list_rr_count(an); i++) {
@@ -347,9 +349,9 @@ answer_cloak_check(const ldns_pkt *pkt, const struct policy *p, struct decision 
 			continue;
 		if (ldns_rr_rd_count(rr) < 1 || (target = ldns_rr_rdf(rr, 0)) == NULL)
 			continue;
-		(void)msg_name_text(ldns_rdf_data(target), ldns_rdf_size(target), name,
-		                    sizeof name);
-		if (!answer_decide(p, name, d) || (d->list != NULL && !strcmp(d->list, "mode")))
+		(void)dns_msg_name_text(ldns_rdf_data(target), ldns_rdf_size(target), name,
+		                        sizeof name);
+		if (!dns_answer_decide(p, name, d) || d->list == POLICY_LIST_MODE)
 			continue;
 		str_copy(why, sizeof why, d->reason);
 		snprintf(d->reason, sizeof d->reason, "the CNAME chain reaches %s: %s", name, why);
@@ -359,7 +361,7 @@ answer_cloak_check(const ldns_pkt *pkt, const struct policy *p, struct decision 
 }
 
 static int
-answer_rr_addr(const ldns_rr *rr, struct addr *a)
+dns_answer_rr_addr(const ldns_rr *rr, struct addr *a)
 {
 	const ldns_rdf *rd;
 
@@ -379,7 +381,7 @@ answer_rr_addr(const ldns_rr *rr, struct addr *a)
 	return -1;
 }
 
-struct answer_guard {
+struct dns_answer_guard {
 	const struct policy *p;
 	const struct decision *qd;
 	size_t dropped;
@@ -389,12 +391,12 @@ struct answer_guard {
 
 /* The rebinding guard on an address record: §5 step 5 for the question's name. */
 static int
-answer_guard_keep(ldns_rr *rr, void *arg)
+dns_answer_guard_keep(ldns_rr *rr, void *arg)
 {
-	struct answer_guard *g = arg;
+	struct dns_answer_guard *g = arg;
 	struct addr a;
 
-	if (answer_rr_addr(rr, &a) == -1)
+	if (dns_answer_rr_addr(rr, &a) == -1)
 		return 1;
 	if (policy_addr_allowed(g->p, &a, g->qd)) {
 		g->kept++;
@@ -411,25 +413,25 @@ answer_guard_keep(ldns_rr *rr, void *arg)
  * served as it was kept.
  */
 static int
-answer_all_kept(const ldns_pkt *pkt, struct answer_guard *g)
+dns_answer_all_kept(const ldns_pkt *pkt, struct dns_answer_guard *g)
 {
 	const ldns_rr_list *lists[2] = {ldns_pkt_answer(pkt), ldns_pkt_additional(pkt)};
 	size_t s, i;
 
 	for (s = 0; s < EG_NELEM(lists); s++)
 		for (i = 0; i < ldns_rr_list_rr_count(lists[s]); i++)
-			if (!answer_guard_keep(ldns_rr_list_rr(lists[s], i), g))
+			if (!dns_answer_guard_keep(ldns_rr_list_rr(lists[s], i), g))
 				return 0;
 	return 1;
 }
 
 static void
-answer_served_block(struct answer_served *s, const struct decision *d)
+dns_answer_served_block(struct dns_answer_served *s, const struct decision *d)
 {
-	s->rcode = MSG_NXDOMAIN;
-	s->ede = MSG_EDE_BLOCKED;
+	s->rcode = DNS_MSG_NXDOMAIN;
+	s->ede = DNS_MSG_EDE_BLOCKED;
 	snprintf(s->ede_text, sizeof s->ede_text, "blocked by rule %s (%s, %s)", d->rule,
-	         d->list != NULL ? d->list : "policy", d->source);
+	         d->list != POLICY_LIST_NONE ? policy_list_name(d->list) : "policy", d->source);
 	s->verdict = xmalloc(sizeof *s->verdict);
 	*s->verdict = *d;
 }
@@ -441,10 +443,10 @@ answer_served_block(struct answer_served *s, const struct decision *d)
  * answer without the refused addresses. Returns -1 on a broken answer.
  */
 int
-answer_served_build(const uint8_t *raw, size_t raw_len, const struct policy *p,
-                    const struct decision *qd, struct answer_served *s)
+dns_answer_served_build(const uint8_t *raw, size_t raw_len, const struct policy *p,
+                        const struct decision *qd, struct dns_answer_served *s)
 {
-	struct answer_guard g = {p, qd, 0, 0, {0}};
+	struct dns_answer_guard g = {p, qd, 0, 0, {0}};
 	struct decision d;
 	ldns_pkt *pkt, *n;
 	int rc = 0, blocked;
@@ -454,8 +456,8 @@ answer_served_build(const uint8_t *raw, size_t raw_len, const struct policy *p,
 	if (ldns_wire2pkt(&pkt, raw, raw_len) != LDNS_STATUS_OK)
 		return -1;
 	s->rcode = ldns_pkt_get_rcode(pkt);
-	blocked = answer_cloak_check(pkt, p, &d);
-	if (!blocked && answer_all_kept(pkt, &g)) {
+	blocked = dns_answer_cloak_check(pkt, p, &d);
+	if (!blocked && dns_answer_all_kept(pkt, &g)) {
 		/* Nothing to remove: clients get the answer as it was kept. */
 		ldns_pkt_free(pkt);
 		s->wire = xmalloc(raw_len > 0 ? raw_len : 1);
@@ -468,44 +470,45 @@ answer_served_build(const uint8_t *raw, size_t raw_len, const struct policy *p,
 	ldns_pkt_set_qr(n, 1);
 	ldns_pkt_set_rd(n, 1);
 	ldns_pkt_set_ra(n, 1);
-	answer_copy_section(n, LDNS_SECTION_QUESTION, ldns_pkt_question(pkt), NULL, NULL);
+	dns_answer_copy_section(n, LDNS_SECTION_QUESTION, ldns_pkt_question(pkt), NULL, NULL);
 	if (blocked) {
-		answer_served_block(s, &d);
+		dns_answer_served_block(s, &d);
 	} else {
-		answer_copy_section(n, LDNS_SECTION_ANSWER, ldns_pkt_answer(pkt), answer_guard_keep,
-		                    &g);
+		dns_answer_copy_section(n, LDNS_SECTION_ANSWER, ldns_pkt_answer(pkt),
+		                        dns_answer_guard_keep, &g);
 		if (g.dropped > 0 && g.kept == 0) {
 			d = *qd;
 			policy_check_addr(p, &g.first_dropped, &d);
-			answer_served_block(s, &d);
+			dns_answer_served_block(s, &d);
 			blocked = 1;
 		}
 	}
 	if (!blocked) {
-		answer_copy_section(n, LDNS_SECTION_AUTHORITY, ldns_pkt_authority(pkt), NULL, NULL);
-		answer_copy_section(n, LDNS_SECTION_ADDITIONAL, ldns_pkt_additional(pkt),
-		                    answer_guard_keep, &g);
+		dns_answer_copy_section(n, LDNS_SECTION_AUTHORITY, ldns_pkt_authority(pkt), NULL,
+		                        NULL);
+		dns_answer_copy_section(n, LDNS_SECTION_ADDITIONAL, ldns_pkt_additional(pkt),
+		                        dns_answer_guard_keep, &g);
 		if (g.dropped > 0) {
-			s->ede = MSG_EDE_BLOCKED;
+			s->ede = DNS_MSG_EDE_BLOCKED;
 			snprintf(s->ede_text, sizeof s->ede_text,
 			         "%zu address%s not globally reachable removed", g.dropped,
 			         g.dropped == 1 ? "" : "es");
 		}
 	}
 	ldns_pkt_set_rcode(n, (uint8_t)s->rcode);
-	rc = answer_to_wire(n, &s->wire, &s->len);
+	rc = dns_answer_to_wire(n, &s->wire, &s->len);
 	ldns_pkt_free(n);
 	ldns_pkt_free(pkt);
 offsets:
-	if (rc == -1 || s->len > MSG_MAX || msg_ttl_offsets(s->wire, s->len, s) == -1) {
-		answer_served_free(s);
+	if (rc == -1 || s->len > DNS_MSG_MAX || dns_msg_ttl_offsets(s->wire, s->len, s) == -1) {
+		dns_answer_served_free(s);
 		return -1;
 	}
 	return 0;
 }
 
 void
-answer_served_free(struct answer_served *s)
+dns_answer_served_free(struct dns_answer_served *s)
 {
 	free(s->wire);
 	free(s->ttl_off);
@@ -521,8 +524,8 @@ answer_served_free(struct answer_served *s)
  * chain is blocked, RESOLVER_E_NONAME for NXDOMAIN, else RESOLVER_OK.
  */
 int
-answer_addrs(const uint8_t *raw, size_t raw_len, const struct policy *p, struct addr *addrs,
-             size_t max, size_t *n, struct decision *d)
+dns_answer_addrs(const uint8_t *raw, size_t raw_len, const struct policy *p, struct addr *addrs,
+                 size_t max, size_t *n, struct decision *d)
 {
 	const ldns_rr_list *an;
 	const ldns_rr *rr;
@@ -533,9 +536,9 @@ answer_addrs(const uint8_t *raw, size_t raw_len, const struct policy *p, struct 
 
 	if (ldns_wire2pkt(&pkt, raw, raw_len) != LDNS_STATUS_OK)
 		return RESOLVER_E_FAIL;
-	if ((unsigned)ldns_pkt_get_rcode(pkt) == MSG_NXDOMAIN)
+	if ((unsigned)ldns_pkt_get_rcode(pkt) == DNS_MSG_NXDOMAIN)
 		rc = RESOLVER_E_NONAME;
-	else if (answer_cloak_check(pkt, p, d))
+	else if (dns_answer_cloak_check(pkt, p, d))
 		rc = RESOLVER_E_BLOCKED;
 	if (rc != RESOLVER_OK || ldns_rr_list_rr_count(ldns_pkt_question(pkt)) != 1) {
 		ldns_pkt_free(pkt);
@@ -543,7 +546,7 @@ answer_addrs(const uint8_t *raw, size_t raw_len, const struct policy *p, struct 
 	}
 	an = ldns_pkt_answer(pkt);
 	cur = ldns_rr_owner(ldns_rr_list_rr(ldns_pkt_question(pkt), 0));
-	for (step = 0, moved = 1; moved && step < ANSWER_CHAIN_MAX; step++) {
+	for (step = 0, moved = 1; moved && step < DNS_ANSWER_CHAIN_MAX; step++) {
 		moved = 0;
 		for (i = 0; i < ldns_rr_list_rr_count(an); i++) {
 			rr = ldns_rr_list_rr(an, i);
@@ -559,7 +562,7 @@ answer_addrs(const uint8_t *raw, size_t raw_len, const struct policy *p, struct 
 	for (i = 0; i < ldns_rr_list_rr_count(an) && *n < max; i++) {
 		rr = ldns_rr_list_rr(an, i);
 		if (ldns_dname_compare(ldns_rr_owner(rr), cur) == 0 &&
-		    answer_rr_addr(rr, &addrs[*n]) == 0)
+		    dns_answer_rr_addr(rr, &addrs[*n]) == 0)
 			(*n)++;
 	}
 	ldns_pkt_free(pkt);

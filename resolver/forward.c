@@ -15,7 +15,7 @@
  * listening: a slow answer to an earlier try is as good as a quick one to
  * the later. The timeout follows each upstream's measured round trips
  * (RFC 6298: SRTT + 4 RTTVAR, doubled after a timeout), between
- * FWD_RTO_MIN_MS and the configured attempt_ms, which is also where an
+ * DNS_FORWARD_RTO_MIN_MS and the configured attempt_ms, which is also where an
  * upstream not heard from yet starts. Every question ends by its deadline.
  */
 #include <errno.h>
@@ -27,19 +27,19 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 
-#include "resolver.h"
+#include "resolver_int.h"
 
-#define FWD_BUCKETS    1024 /* a power of two */
-#define FWD_RECV_BURST 8
-#define FWD_OPEN_MAX   4   /* tries of one question listening at once */
-#define FWD_OPEN_SPARE 256 /* sockets beyond one per question, over all of them */
-#define FWD_RTO_MIN_MS 100 /* the shortest retransmission timeout */
+#define DNS_FORWARD_BUCKETS    1024 /* a power of two */
+#define DNS_FORWARD_RECV_BURST 8
+#define DNS_FORWARD_OPEN_MAX   4   /* tries of one question listening at once */
+#define DNS_FORWARD_OPEN_SPARE 256 /* sockets beyond one per question, over all of them */
+#define DNS_FORWARD_RTO_MIN_MS 100 /* the shortest retransmission timeout */
 
-struct fwd_query;
+struct dns_forward_query;
 
 /* One datagram sent to one upstream, and the socket its answer comes to. */
-struct fwd_try {
-	struct fwd_query *fq;
+struct dns_forward_try {
+	struct dns_forward_query *fq;
 	struct event *ev; /* readable fd */
 	int fd;           /* -1: not open */
 	uint16_t id;
@@ -48,12 +48,12 @@ struct fwd_try {
 	uint64_t t_sent; /* monotonic µs */
 };
 
-struct fwd_query {
-	struct fwd_query *next; /* in its hash chain */
+struct dns_forward_query {
+	struct dns_forward_query *next; /* in its hash chain */
 	uint64_t hash;
-	struct forward *fw;
-	uint8_t key[MSG_KEY_MAX];   /* lowercase name, type, class */
-	uint8_t mixed[MSG_KEY_MAX]; /* the same with the name's letters mixed in case */
+	struct dns_forward *fw;
+	uint8_t key[DNS_MSG_KEY_MAX];   /* lowercase name, type, class */
+	uint8_t mixed[DNS_MSG_KEY_MAX]; /* the same with the name's letters mixed in case */
 	size_t key_len;
 	struct resolver_waiters waiters;
 	unsigned upstream;     /* where the next try goes */
@@ -63,7 +63,7 @@ struct fwd_query {
 	struct event *timer;   /* the newest try's timeout, or the deadline */
 	const char *timer_why; /* what the timer firing means */
 	int last;              /* the newest try's slot, -1 for none */
-	struct fwd_try open[FWD_OPEN_MAX];
+	struct dns_forward_try open[DNS_FORWARD_OPEN_MAX];
 	struct bufferevent *tcp; /* a truncated answer, asked again over TCP */
 	uint16_t tcp_id;
 	uint8_t tcp_upstream;
@@ -71,35 +71,35 @@ struct fwd_query {
 };
 
 /* What the round trips to one upstream say about waiting for it. */
-struct fwd_rtt {
+struct dns_forward_rtt {
 	uint64_t srtt;   /* µs */
 	uint64_t rttvar; /* µs */
 	unsigned rto;    /* ms */
 	int sampled;
 };
 
-struct forward {
+struct dns_forward {
 	struct resolver *r;
 	struct event_base *base;
 	struct resolver_conf conf;
-	struct fwd_query *buckets[FWD_BUCKETS];
+	struct dns_forward_query *buckets[DNS_FORWARD_BUCKETS];
 	size_t npending;
 	size_t nopen;    /* UDP sockets of tries, over all questions */
 	size_t nwaiters; /* over all questions: each holds a client's query */
 	unsigned pref;   /* the upstream that answered last */
 	unsigned warned; /* bit n: upstream n was seen changing the case */
-	struct fwd_rtt rtt[RESOLVER_MAX_UPSTREAMS];
+	struct dns_forward_rtt rtt[RESOLVER_MAX_UPSTREAMS];
 	uint64_t seed;
 	uint8_t rnd[256];
 	size_t rnd_left;
-	uint8_t buf[MSG_MAX + 1];
+	uint8_t buf[DNS_MSG_MAX + 1];
 };
 
-static void fwd_try(struct fwd_query *);
-static void fwd_attempt(struct fwd_query *);
+static void dns_forward_try_start(struct dns_forward_query *);
+static void dns_forward_attempt(struct dns_forward_query *);
 
 uint16_t
-forward_random16(struct forward *fw)
+dns_forward_random16(struct dns_forward *fw)
 {
 	uint16_t v;
 
@@ -115,7 +115,7 @@ forward_random16(struct forward *fw)
 
 /* The in-flight table holds at most max_pending entries: a seeded FNV will do. */
 static uint64_t
-fwd_hash(const struct forward *fw, const uint8_t *key, size_t len)
+dns_forward_hash(const struct dns_forward *fw, const uint8_t *key, size_t len)
 {
 	uint64_t h = fw->seed;
 	size_t i;
@@ -125,18 +125,18 @@ fwd_hash(const struct forward *fw, const uint8_t *key, size_t len)
 	return h ^ (h >> 29);
 }
 
-struct forward *
-forward_new(struct resolver *r, struct event_base *base, const struct resolver_conf *conf)
+struct dns_forward *
+dns_forward_new(struct resolver *r, struct event_base *base, const struct resolver_conf *conf)
 {
-	struct forward *fw;
+	struct dns_forward *fw;
 	size_t i;
 
 	fw = xcalloc(1, sizeof *fw);
 	fw->r = r;
 	fw->base = base;
 	fw->conf = *conf;
-	if (fw->conf.attempt_ms < FWD_RTO_MIN_MS)
-		fw->conf.attempt_ms = FWD_RTO_MIN_MS;
+	if (fw->conf.attempt_ms < DNS_FORWARD_RTO_MIN_MS)
+		fw->conf.attempt_ms = DNS_FORWARD_RTO_MIN_MS;
 	for (i = 0; i < RESOLVER_MAX_UPSTREAMS; i++)
 		fw->rtt[i].rto = fw->conf.attempt_ms;
 	if (getrandom(&fw->seed, sizeof fw->seed, 0) != (ssize_t)sizeof fw->seed)
@@ -145,16 +145,16 @@ forward_new(struct resolver *r, struct event_base *base, const struct resolver_c
 }
 
 size_t
-forward_pending(const struct forward *fw)
+dns_forward_pending(const struct dns_forward *fw)
 {
 	return fw->npending;
 }
 
 /* A round trip of us microseconds to upstream u (RFC 6298 §2). */
 static void
-fwd_rtt_sample(struct forward *fw, unsigned u, uint64_t us)
+dns_forward_rtt_sample(struct dns_forward *fw, unsigned u, uint64_t us)
 {
-	struct fwd_rtt *t = &fw->rtt[u];
+	struct dns_forward_rtt *t = &fw->rtt[u];
 	uint64_t rto, d;
 
 	if (!t->sampled) {
@@ -167,8 +167,8 @@ fwd_rtt_sample(struct forward *fw, unsigned u, uint64_t us)
 		t->srtt = (7 * t->srtt + us) / 8;
 	}
 	rto = (t->srtt + (4 * t->rttvar > 1000 ? 4 * t->rttvar : 1000) + 999) / 1000;
-	if (rto < FWD_RTO_MIN_MS)
-		rto = FWD_RTO_MIN_MS;
+	if (rto < DNS_FORWARD_RTO_MIN_MS)
+		rto = DNS_FORWARD_RTO_MIN_MS;
 	if (rto > fw->conf.attempt_ms)
 		rto = fw->conf.attempt_ms;
 	t->rto = (unsigned)rto;
@@ -176,15 +176,15 @@ fwd_rtt_sample(struct forward *fw, unsigned u, uint64_t us)
 
 /* A try at upstream u went unanswered for its whole timeout (§5.5). */
 static void
-fwd_rtt_timeout(struct forward *fw, unsigned u)
+dns_forward_rtt_timeout(struct dns_forward *fw, unsigned u)
 {
-	struct fwd_rtt *t = &fw->rtt[u];
+	struct dns_forward_rtt *t = &fw->rtt[u];
 
 	t->rto = t->rto > fw->conf.attempt_ms / 2 ? fw->conf.attempt_ms : 2 * t->rto;
 }
 
 static void
-fwd_close_try(struct fwd_try *t)
+dns_forward_close_try(struct dns_forward_try *t)
 {
 	if (t->ev != NULL) {
 		event_free(t->ev);
@@ -197,28 +197,47 @@ fwd_close_try(struct fwd_try *t)
 	}
 }
 
+/* Arm the question's timer for ms from now, meaning why when it fires. */
+static void
+dns_forward_arm(struct dns_forward_query *fq, uint64_t ms, const char *why)
+{
+	const struct resolver_clock *clk = &fq->fw->r->clock;
+
+	fq->timer_why = why;
+	clk->timer_add(clk->arg, fq->timer, ms);
+}
+
+/* Stop the question's timer. */
+static void
+dns_forward_disarm(struct dns_forward_query *fq)
+{
+	const struct resolver_clock *clk = &fq->fw->r->clock;
+
+	clk->timer_del(clk->arg, fq->timer);
+}
+
 /* Stop every try of the question, and its timer. */
 static void
-fwd_close_all(struct fwd_query *fq)
+dns_forward_close_all(struct dns_forward_query *fq)
 {
 	size_t i;
 
-	for (i = 0; i < FWD_OPEN_MAX; i++)
-		fwd_close_try(&fq->open[i]);
+	for (i = 0; i < DNS_FORWARD_OPEN_MAX; i++)
+		dns_forward_close_try(&fq->open[i]);
 	fq->last = -1;
 	if (fq->tcp != NULL) {
 		bufferevent_free(fq->tcp);
 		fq->tcp = NULL;
 	}
 	if (fq->timer != NULL)
-		evtimer_del(fq->timer);
+		dns_forward_disarm(fq);
 }
 
 static void
-fwd_unlink(struct fwd_query *fq)
+dns_forward_unlink(struct dns_forward_query *fq)
 {
-	struct forward *fw = fq->fw;
-	struct fwd_query **pp = &fw->buckets[fq->hash & (FWD_BUCKETS - 1)];
+	struct dns_forward *fw = fq->fw;
+	struct dns_forward_query **pp = &fw->buckets[fq->hash & (DNS_FORWARD_BUCKETS - 1)];
 
 	while (*pp != fq)
 		pp = &(*pp)->next;
@@ -227,9 +246,9 @@ fwd_unlink(struct fwd_query *fq)
 }
 
 static void
-fwd_query_free(struct fwd_query *fq)
+dns_forward_query_free(struct dns_forward_query *fq)
 {
-	fwd_close_all(fq);
+	dns_forward_close_all(fq);
 	if (fq->timer != NULL)
 		event_free(fq->timer);
 	free(fq);
@@ -237,33 +256,23 @@ fwd_query_free(struct fwd_query *fq)
 
 /* Hand the outcome to every waiter, then forget the question. */
 static void
-fwd_finish(struct fwd_query *fq, ldns_pkt *pkt, const char *err)
+dns_forward_finish(struct dns_forward_query *fq, ldns_pkt *pkt, const char *err)
 {
-	fwd_close_all(fq);
-	fwd_unlink(fq);
+	dns_forward_close_all(fq);
+	dns_forward_unlink(fq);
 	resolver_answered(fq->fw->r, fq->key, fq->key_len, pkt, err, &fq->waiters);
 	if (pkt != NULL)
 		ldns_pkt_free(pkt);
-	fwd_query_free(fq);
+	dns_forward_query_free(fq);
 }
 
 /* Milliseconds from now to the question's deadline, 0 once it has passed. */
 static uint64_t
-fwd_left(const struct fwd_query *fq)
+dns_forward_left(const struct dns_forward_query *fq)
 {
-	uint64_t now = time_mono_ms();
+	uint64_t now = resolver_now_ms(fq->fw->r);
 
 	return now < fq->deadline ? fq->deadline - now : 0;
-}
-
-/* Arm the question's timer for ms from now, meaning why when it fires. */
-static void
-fwd_arm(struct fwd_query *fq, uint64_t ms, const char *why)
-{
-	struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000};
-
-	fq->timer_why = why;
-	evtimer_add(fq->timer, &tv);
 }
 
 /*
@@ -271,9 +280,9 @@ fwd_arm(struct fwd_query *fq, uint64_t ms, const char *why)
  * it, and it is no longer the one asked first.
  */
 static void
-fwd_next(struct fwd_query *fq, unsigned u, const char *why)
+dns_forward_next(struct dns_forward_query *fq, unsigned u, const char *why)
 {
-	struct forward *fw = fq->fw;
+	struct dns_forward *fw = fq->fw;
 	char text[64];
 
 	sock_text(&fw->conf.upstream[u], text, sizeof text);
@@ -281,49 +290,50 @@ fwd_next(struct fwd_query *fq, unsigned u, const char *why)
 	if (fw->pref == u)
 		fw->pref = (u + 1) % fw->conf.nupstream;
 	fq->upstream = (u + 1) % fw->conf.nupstream;
-	fwd_try(fq);
+	dns_forward_try_start(fq);
 }
 
 /* End the try in slot t; when it was the newest, its timeout goes too. Returns that. */
 static int
-fwd_drop_try(struct fwd_query *fq, struct fwd_try *t)
+dns_forward_drop_try(struct dns_forward_query *fq, struct dns_forward_try *t)
 {
 	int newest = fq->last == (int)(t - fq->open);
 
-	fwd_close_try(t);
+	dns_forward_close_try(t);
 	if (newest) {
 		fq->last = -1;
-		evtimer_del(fq->timer);
+		dns_forward_disarm(fq);
 	}
 	return newest;
 }
 
 /* The try in slot t failed outright (an error, a refusal): drop it, try on. */
 static void
-fwd_try_failed(struct fwd_query *fq, struct fwd_try *t, const char *why)
+dns_forward_try_failed(struct dns_forward_query *fq, struct dns_forward_try *t, const char *why)
 {
 	unsigned u = t->upstream;
 
-	(void)fwd_drop_try(fq, t);
-	fwd_next(fq, u, why);
+	(void)dns_forward_drop_try(fq, t);
+	dns_forward_next(fq, u, why);
 }
 
 /* An answer arrived: use it, or try elsewhere when the upstream failed. */
 static void
-fwd_answer(struct fwd_query *fq, struct fwd_try *t, unsigned u, ldns_pkt *pkt)
+dns_forward_answer(struct dns_forward_query *fq, struct dns_forward_try *t, unsigned u,
+                   ldns_pkt *pkt)
 {
 	unsigned rcode = ldns_pkt_get_rcode(pkt);
 
-	if (rcode != MSG_NOERROR && rcode != MSG_NXDOMAIN) {
+	if (rcode != DNS_MSG_NOERROR && rcode != DNS_MSG_NXDOMAIN) {
 		ldns_pkt_free(pkt);
 		if (t != NULL)
-			fwd_try_failed(fq, t, msg_rcode_name(rcode));
+			dns_forward_try_failed(fq, t, dns_msg_rcode_name(rcode));
 		else
-			fwd_next(fq, u, msg_rcode_name(rcode));
+			dns_forward_next(fq, u, dns_msg_rcode_name(rcode));
 		return;
 	}
 	fq->fw->pref = u;
-	fwd_finish(fq, pkt, NULL);
+	dns_forward_finish(fq, pkt, NULL);
 }
 
 /*
@@ -332,9 +342,9 @@ fwd_answer(struct fwd_query *fq, struct fwd_try *t, unsigned u, ldns_pkt *pkt)
  * id and port; returns -1 when that was done already.
  */
 static int
-fwd_case_changed(struct fwd_query *fq, unsigned u)
+dns_forward_case_changed(struct dns_forward_query *fq, unsigned u)
 {
-	struct forward *fw = fq->fw;
+	struct dns_forward *fw = fq->fw;
 	unsigned bit = 1u << u;
 	char text[64];
 
@@ -352,12 +362,12 @@ fwd_case_changed(struct fwd_query *fq, unsigned u)
 		bufferevent_free(fq->tcp);
 		fq->tcp = NULL;
 	}
-	if (fwd_left(fq) == 0) {
-		fwd_finish(fq, NULL, "no upstream answered");
+	if (dns_forward_left(fq) == 0) {
+		dns_forward_finish(fq, NULL, "no upstream answered");
 		return 0;
 	}
 	fq->upstream = u;
-	fwd_attempt(fq);
+	dns_forward_attempt(fq);
 	return 0;
 }
 
@@ -368,37 +378,38 @@ fwd_case_changed(struct fwd_query *fq, unsigned u)
  * newest try.
  */
 static void
-fwd_case_failed(struct fwd_query *fq, struct fwd_try *t)
+dns_forward_case_failed(struct dns_forward_query *fq, struct dns_forward_try *t)
 {
 	unsigned u = t->upstream;
-	int newest = fwd_drop_try(fq, t);
+	int newest = dns_forward_drop_try(fq, t);
 
-	if (fwd_case_changed(fq, u) == 0)
+	if (dns_forward_case_changed(fq, u) == 0)
 		return;
-	log_debug("dns upstream: datagram ignored: %s", msg_err_case);
+	log_debug("dns upstream: datagram ignored: %s", dns_msg_err_case);
 	if (newest)
-		fwd_next(fq, u, msg_err_case);
+		dns_forward_next(fq, u, dns_msg_err_case);
 }
 
 /* Check a datagram or TCP message against the question as one try sent it. */
 static const char *
-fwd_check(const struct fwd_query *fq, uint16_t id, int plain, const uint8_t *p, size_t len,
-          ldns_pkt **pkt)
+dns_forward_check(const struct dns_forward_query *fq, uint16_t id, int plain, const uint8_t *p,
+                  size_t len, ldns_pkt **pkt)
 {
-	return msg_check_answer(p, len, id, plain ? fq->key : fq->mixed, fq->key_len, pkt);
+	return dns_msg_check_answer(p, len, id, plain ? fq->key : fq->mixed, fq->key_len, pkt);
 }
 
 /* The question as one try sends it, into out (cap bytes); its length or 0. */
 static size_t
-fwd_query_wire(const struct fwd_query *fq, uint16_t id, int plain, uint8_t *out, size_t cap)
+dns_forward_query_wire(const struct dns_forward_query *fq, uint16_t id, int plain, uint8_t *out,
+                       size_t cap)
 {
-	return msg_build_query(plain ? fq->key : fq->mixed, fq->key_len, id, out, cap);
+	return dns_msg_build_query(plain ? fq->key : fq->mixed, fq->key_len, id, out, cap);
 }
 
 static void
-fwd_tcp_read_cb(struct bufferevent *bev, void *arg)
+dns_forward_tcp_read_cb(struct bufferevent *bev, void *arg)
 {
-	struct fwd_query *fq = arg;
+	struct dns_forward_query *fq = arg;
 	struct evbuffer *in = bufferevent_get_input(bev);
 	uint8_t lenb[2];
 	size_t len;
@@ -412,29 +423,31 @@ fwd_tcp_read_cb(struct bufferevent *bev, void *arg)
 		return;
 	evbuffer_drain(in, 2);
 	evbuffer_remove(in, fq->fw->buf, len);
-	if ((err = fwd_check(fq, fq->tcp_id, fq->tcp_plain, fq->fw->buf, len, &pkt)) != NULL) {
-		if (err != msg_err_case || fwd_case_changed(fq, fq->tcp_upstream) == -1) {
+	if ((err = dns_forward_check(fq, fq->tcp_id, fq->tcp_plain, fq->fw->buf, len, &pkt)) !=
+	    NULL) {
+		if (err != dns_msg_err_case ||
+		    dns_forward_case_changed(fq, fq->tcp_upstream) == -1) {
 			bufferevent_free(fq->tcp);
 			fq->tcp = NULL;
-			fwd_next(fq, fq->tcp_upstream, err);
+			dns_forward_next(fq, fq->tcp_upstream, err);
 		}
 		return;
 	}
-	fwd_answer(fq, NULL, fq->tcp_upstream, pkt);
+	dns_forward_answer(fq, NULL, fq->tcp_upstream, pkt);
 }
 
 static void
-fwd_tcp_event_cb(struct bufferevent *bev, short what, void *arg)
+dns_forward_tcp_event_cb(struct bufferevent *bev, short what, void *arg)
 {
-	struct fwd_query *fq = arg;
+	struct dns_forward_query *fq = arg;
 
 	(void)bev;
 	if (what & BEV_EVENT_CONNECTED)
 		return;
 	bufferevent_free(fq->tcp);
 	fq->tcp = NULL;
-	fwd_next(fq, fq->tcp_upstream,
-	         what & BEV_EVENT_TIMEOUT ? "TCP timeout" : "TCP connection failed");
+	dns_forward_next(fq, fq->tcp_upstream,
+	                 what & BEV_EVENT_TIMEOUT ? "TCP timeout" : "TCP connection failed");
 }
 
 /*
@@ -443,27 +456,27 @@ fwd_tcp_event_cb(struct bufferevent *bev, short what, void *arg)
  * deadline still holds.
  */
 static void
-fwd_tcp(struct fwd_query *fq, struct fwd_try *t)
+dns_forward_tcp(struct dns_forward_query *fq, struct dns_forward_try *t)
 {
-	struct forward *fw = fq->fw;
+	struct dns_forward *fw = fq->fw;
 	struct timeval tv = {fw->conf.attempt_ms / 1000, (fw->conf.attempt_ms % 1000) * 1000};
-	uint8_t q[MSG_KEY_MAX + 32], lenb[2];
+	uint8_t q[DNS_MSG_KEY_MAX + 32], lenb[2];
 	size_t qlen;
 
 	fq->tcp_id = t->id;
 	fq->tcp_upstream = t->upstream;
 	fq->tcp_plain = t->plain;
-	fwd_close_all(fq);
-	qlen = fwd_query_wire(fq, fq->tcp_id, fq->tcp_plain, q, sizeof q);
+	dns_forward_close_all(fq);
+	qlen = dns_forward_query_wire(fq, fq->tcp_id, fq->tcp_plain, q, sizeof q);
 	lenb[0] = (uint8_t)(qlen >> 8);
 	lenb[1] = (uint8_t)qlen;
-	fwd_arm(fq, fwd_left(fq), NULL);
+	dns_forward_arm(fq, dns_forward_left(fq), NULL);
 	fq->tcp = bufferevent_socket_new(fw->base, -1, BEV_OPT_CLOSE_ON_FREE);
 	if (fq->tcp == NULL) {
-		fwd_next(fq, fq->tcp_upstream, "cannot make a TCP socket");
+		dns_forward_next(fq, fq->tcp_upstream, "cannot make a TCP socket");
 		return;
 	}
-	bufferevent_setcb(fq->tcp, fwd_tcp_read_cb, NULL, fwd_tcp_event_cb, fq);
+	bufferevent_setcb(fq->tcp, dns_forward_tcp_read_cb, NULL, dns_forward_tcp_event_cb, fq);
 	bufferevent_set_timeouts(fq->tcp, &tv, &tv);
 	bufferevent_write(fq->tcp, lenb, 2);
 	bufferevent_write(fq->tcp, q, qlen);
@@ -473,48 +486,49 @@ fwd_tcp(struct fwd_query *fq, struct fwd_try *t)
 	                               (int)fw->conf.upstream_len[fq->tcp_upstream]) == -1) {
 		bufferevent_free(fq->tcp);
 		fq->tcp = NULL;
-		fwd_next(fq, fq->tcp_upstream, "TCP connect failed");
+		dns_forward_next(fq, fq->tcp_upstream, "TCP connect failed");
 	}
 }
 
 static void
-fwd_read_cb(evutil_socket_t fd, short what, void *arg)
+dns_forward_read_cb(evutil_socket_t fd, short what, void *arg)
 {
-	struct fwd_try *t = arg;
-	struct fwd_query *fq = t->fq;
+	struct dns_forward_try *t = arg;
+	struct dns_forward_query *fq = t->fq;
 	const char *err;
 	ldns_pkt *pkt;
 	ssize_t n;
 	int i;
 
 	(void)what;
-	for (i = 0; i < FWD_RECV_BURST; i++) {
+	for (i = 0; i < DNS_FORWARD_RECV_BURST; i++) {
 		n = recv(fd, fq->fw->buf, sizeof fq->fw->buf - 1, 0);
 		if (n == -1) {
 			if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
 				return;
-			fwd_try_failed(fq, t, strerror(errno));
+			dns_forward_try_failed(fq, t, strerror(errno));
 			return;
 		}
-		if ((err = fwd_check(fq, t->id, t->plain, fq->fw->buf, (size_t)n, &pkt)) != NULL) {
+		if ((err = dns_forward_check(fq, t->id, t->plain, fq->fw->buf, (size_t)n, &pkt)) !=
+		    NULL) {
 			/*
 			 * A try spelt in mixed case ends at a wrong spelling: a forger
 			 * who hit its id and port gets no second guess at the case.
 			 */
-			if (err == msg_err_case && !t->plain) {
-				fwd_case_failed(fq, t);
+			if (err == dns_msg_err_case && !t->plain) {
+				dns_forward_case_failed(fq, t);
 				return;
 			}
 			log_debug("dns upstream: datagram ignored: %s", err);
 			continue;
 		}
-		fwd_rtt_sample(fq->fw, t->upstream, time_mono_us() - t->t_sent);
+		dns_forward_rtt_sample(fq->fw, t->upstream, resolver_now_us(fq->fw->r) - t->t_sent);
 		if (ldns_pkt_tc(pkt)) {
 			ldns_pkt_free(pkt);
-			fwd_tcp(fq, t);
+			dns_forward_tcp(fq, t);
 			return;
 		}
-		fwd_answer(fq, t, t->upstream, pkt);
+		dns_forward_answer(fq, t, t->upstream, pkt);
 		return;
 	}
 }
@@ -524,32 +538,33 @@ fwd_read_cb(evutil_socket_t fd, short what, void *arg)
  * (or could not be sent), or the deadline came.
  */
 static void
-fwd_timer_cb(evutil_socket_t fd, short what, void *arg)
+dns_forward_timer_cb(evutil_socket_t fd, short what, void *arg)
 {
-	struct fwd_query *fq = arg;
+	struct dns_forward_query *fq = arg;
 	const char *why = fq->timer_why;
 	unsigned u;
 
 	(void)fd;
 	(void)what;
-	if (why == NULL || fwd_left(fq) == 0 || fq->last == -1) {
-		fwd_finish(fq, NULL, fq->tries == 0 ? "no upstream" : "no upstream answered");
+	if (why == NULL || dns_forward_left(fq) == 0 || fq->last == -1) {
+		dns_forward_finish(fq, NULL,
+		                   fq->tries == 0 ? "no upstream" : "no upstream answered");
 		return;
 	}
 	u = fq->open[fq->last].upstream;
 	if (fq->open[fq->last].fd != -1) /* sent, and not answered in time */
-		fwd_rtt_timeout(fq->fw, u);
-	fwd_next(fq, u, why);
+		dns_forward_rtt_timeout(fq->fw, u);
+	dns_forward_next(fq, u, why);
 }
 
 /* Open a connected UDP socket to the try's upstream and send; -1 on failure. */
 static int
-fwd_send(struct fwd_query *fq, struct fwd_try *t)
+dns_forward_send(struct dns_forward_query *fq, struct dns_forward_try *t)
 {
-	struct forward *fw = fq->fw;
+	struct dns_forward *fw = fq->fw;
 	const struct sockaddr_storage *ss = &fw->conf.upstream[t->upstream];
-	uint8_t q[MSG_KEY_MAX + 32];
-	size_t qlen = fwd_query_wire(fq, t->id, t->plain, q, sizeof q);
+	uint8_t q[DNS_MSG_KEY_MAX + 32];
+	size_t qlen = dns_forward_query_wire(fq, t->id, t->plain, q, sizeof q);
 
 	t->fd = socket(ss->ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (t->fd == -1)
@@ -561,7 +576,7 @@ fwd_send(struct fwd_query *fq, struct fwd_try *t)
 		t->fd = -1;
 		return -1;
 	}
-	t->t_sent = time_mono_us();
+	t->t_sent = resolver_now_us(fw->r);
 	fw->nopen++;
 	return 0;
 }
@@ -571,27 +586,27 @@ fwd_send(struct fwd_query *fq, struct fwd_try *t)
  * the tries still listening, until the deadline.
  */
 static void
-fwd_try(struct fwd_query *fq)
+dns_forward_try_start(struct dns_forward_query *fq)
 {
-	struct forward *fw = fq->fw;
-	uint64_t left = fwd_left(fq);
+	struct dns_forward *fw = fq->fw;
+	uint64_t left = dns_forward_left(fq);
 	size_t i;
 
 	if (fq->tries >= 2 * fw->conf.nupstream || left == 0) {
-		for (i = 0; i < FWD_OPEN_MAX; i++)
+		for (i = 0; i < DNS_FORWARD_OPEN_MAX; i++)
 			if (fq->open[i].fd != -1)
 				break;
-		if (i == FWD_OPEN_MAX && fq->tcp == NULL) {
-			fwd_finish(fq, NULL,
-			           fq->tries == 0 ? "no upstream" : "no upstream answered");
+		if (i == DNS_FORWARD_OPEN_MAX && fq->tcp == NULL) {
+			dns_forward_finish(fq, NULL,
+			                   fq->tries == 0 ? "no upstream" : "no upstream answered");
 			return;
 		}
 		fq->last = -1;
-		fwd_arm(fq, left, NULL);
+		dns_forward_arm(fq, left, NULL);
 		return;
 	}
 	fq->tries++;
-	fwd_attempt(fq);
+	dns_forward_attempt(fq);
 }
 
 /*
@@ -601,20 +616,20 @@ fwd_try(struct fwd_query *fq)
  * timeout, so that outcomes always arrive from the event loop.
  */
 static void
-fwd_attempt(struct fwd_query *fq)
+dns_forward_attempt(struct dns_forward_query *fq)
 {
-	struct forward *fw = fq->fw;
-	struct fwd_try *t = NULL, *oldest = NULL, *o;
-	uint64_t left = fwd_left(fq);
+	struct dns_forward *fw = fq->fw;
+	struct dns_forward_try *t = NULL, *oldest = NULL, *o;
+	uint64_t left = dns_forward_left(fq);
 	size_t i;
 
 	/*
 	 * A free slot, else the oldest try's. Earlier tries keep listening
 	 * only while the sockets over all questions stay within one each and
-	 * FWD_OPEN_SPARE more: a flood of questions to a silent upstream must
+	 * DNS_FORWARD_OPEN_SPARE more: a flood of questions to a silent upstream must
 	 * not take the descriptors the proxy needs.
 	 */
-	for (i = 0; i < FWD_OPEN_MAX; i++) {
+	for (i = 0; i < DNS_FORWARD_OPEN_MAX; i++) {
 		o = &fq->open[i];
 		if (o->fd == -1) {
 			if (t == NULL)
@@ -623,30 +638,30 @@ fwd_attempt(struct fwd_query *fq)
 			oldest = o;
 		}
 	}
-	if (t == NULL || (oldest != NULL && fw->nopen >= fw->npending + FWD_OPEN_SPARE))
+	if (t == NULL || (oldest != NULL && fw->nopen >= fw->npending + DNS_FORWARD_OPEN_SPARE))
 		t = oldest;
-	fwd_close_try(t);
+	dns_forward_close_try(t);
 	t->fq = fq;
 	t->upstream = (uint8_t)fq->upstream;
 	t->plain = (fq->plain >> fq->upstream) & 1;
-	t->id = forward_random16(fw);
+	t->id = dns_forward_random16(fw);
 	fq->last = (int)(t - fq->open);
 	if (left > fw->rtt[t->upstream].rto)
 		left = fw->rtt[t->upstream].rto;
-	if (fwd_send(fq, t) == -1) {
-		fwd_arm(fq, 0, "send failed");
+	if (dns_forward_send(fq, t) == -1) {
+		dns_forward_arm(fq, 0, "send failed");
 		return;
 	}
-	t->ev = event_new(fw->base, t->fd, EV_READ | EV_PERSIST, fwd_read_cb, t);
+	t->ev = event_new(fw->base, t->fd, EV_READ | EV_PERSIST, dns_forward_read_cb, t);
 	event_add(t->ev, NULL);
-	fwd_arm(fq, left, "timeout");
+	dns_forward_arm(fq, left, "timeout");
 }
 
 /* The 0x20 spelling of a question: each letter of the name upper or lower at random. */
 static void
-fwd_mix(struct forward *fw, struct fwd_query *fq)
+dns_forward_mix(struct dns_forward *fw, struct dns_forward_query *fq)
 {
-	uint8_t rnd[(MSG_NAME_MAX + 1) / 8]; /* a bit for every byte a name may have */
+	uint8_t rnd[(DNS_MSG_NAME_MAX + 1) / 8]; /* a bit for every byte a name may have */
 	size_t i, letters = 0;
 	uint16_t v;
 
@@ -654,10 +669,10 @@ fwd_mix(struct forward *fw, struct fwd_query *fq)
 	for (i = 0; i + 4 < fq->key_len; i++)
 		letters += fq->key[i] >= 'a' && fq->key[i] <= 'z';
 	for (i = 0; i < (letters + 7) / 8 && i < sizeof rnd; i += 2) {
-		v = forward_random16(fw);
+		v = dns_forward_random16(fw);
 		memcpy(rnd + i, &v, i + 1 < sizeof rnd ? 2 : 1);
 	}
-	msg_name_mix(fq->mixed, fq->key_len - 4, rnd, (letters + 7) / 8);
+	dns_msg_name_mix(fq->mixed, fq->key_len - 4, rnd, (letters + 7) / 8);
 }
 
 /*
@@ -665,10 +680,11 @@ fwd_mix(struct forward *fw, struct fwd_query *fq)
  * asks it. Returns -1 when too many questions are in flight already.
  */
 int
-forward_join(struct forward *fw, const uint8_t *key, size_t key_len, struct resolver_waiter *w)
+dns_forward_join(struct dns_forward *fw, const uint8_t *key, size_t key_len,
+                 struct resolver_waiter *w)
 {
-	uint64_t h = fwd_hash(fw, key, key_len);
-	struct fwd_query *fq, **bucket = &fw->buckets[h & (FWD_BUCKETS - 1)];
+	uint64_t h = dns_forward_hash(fw, key, key_len);
+	struct dns_forward_query *fq, **bucket = &fw->buckets[h & (DNS_FORWARD_BUCKETS - 1)];
 	size_t i;
 
 	/* Identical queries cost no upstream traffic, but each holds memory. */
@@ -686,18 +702,18 @@ forward_join(struct forward *fw, const uint8_t *key, size_t key_len, struct reso
 		fq->hash = h;
 		memcpy(fq->key, key, key_len);
 		fq->key_len = key_len;
-		fwd_mix(fw, fq);
+		dns_forward_mix(fw, fq);
 		fq->last = -1;
-		for (i = 0; i < FWD_OPEN_MAX; i++)
+		for (i = 0; i < DNS_FORWARD_OPEN_MAX; i++)
 			fq->open[i].fd = -1;
-		fq->timer = evtimer_new(fw->base, fwd_timer_cb, fq);
+		fq->timer = evtimer_new(fw->base, dns_forward_timer_cb, fq);
 		TAILQ_INIT(&fq->waiters);
 		fq->upstream = fw->pref % fw->conf.nupstream;
-		fq->deadline = time_mono_ms() + fw->conf.deadline_ms;
+		fq->deadline = resolver_now_ms(fw->r) + fw->conf.deadline_ms;
 		fq->next = *bucket;
 		*bucket = fq;
 		fw->npending++;
-		fwd_try(fq);
+		dns_forward_try_start(fq);
 	}
 	TAILQ_INSERT_TAIL(&fq->waiters, w, entry);
 	w->fq = fq;
@@ -707,7 +723,7 @@ forward_join(struct forward *fw, const uint8_t *key, size_t key_len, struct reso
 
 /* w no longer wants the answer; the question goes on to fill the cache. */
 void
-forward_detach(struct resolver_waiter *w)
+dns_forward_detach(struct resolver_waiter *w)
 {
 	if (w->fq == NULL)
 		return;
@@ -717,22 +733,22 @@ forward_detach(struct resolver_waiter *w)
 }
 
 void
-forward_free(struct forward *fw)
+dns_forward_free(struct dns_forward *fw)
 {
-	struct fwd_query *fq;
+	struct dns_forward_query *fq;
 	struct resolver_waiter *w;
 	size_t i;
 
 	if (fw == NULL)
 		return;
-	for (i = 0; i < FWD_BUCKETS; i++) {
+	for (i = 0; i < DNS_FORWARD_BUCKETS; i++) {
 		while ((fq = fw->buckets[i]) != NULL) {
 			fw->buckets[i] = fq->next;
 			while ((w = TAILQ_FIRST(&fq->waiters)) != NULL) {
-				forward_detach(w);
+				dns_forward_detach(w);
 				resolver_waiter_free(w);
 			}
-			fwd_query_free(fq);
+			dns_forward_query_free(fq);
 		}
 	}
 	free(fw);

@@ -20,19 +20,20 @@
 #include <event2/bufferevent.h>
 #include <event2/listener.h>
 
-#include "resolver.h"
+#include "resolver_int.h"
 
-#define LISTEN_UDP_BURST    64   /* datagrams read per wakeup */
-#define LISTEN_UDP_BATCH    32   /* ... per recvmmsg, answered with one sendmmsg */
-#define LISTEN_UDP_SLOT     4096 /* a query, or an answer to one; larger ones are dropped */
-#define LISTEN_UDP_RCVBUF   (1024 * 1024)
-#define LISTEN_TCP_INFLIGHT 64           /* queries of one connection waiting upstream */
-#define LISTEN_TCP_HIGH     (256 * 1024) /* stop reading past this much unsent */
-#define LISTEN_TCP_WRITE_S  10
+#define DNS_LISTEN_UDP_BURST    64   /* datagrams read per wakeup */
+#define DNS_LISTEN_UDP_BATCH    32   /* ... per recvmmsg, answered with one sendmmsg */
+#define DNS_LISTEN_UDP_SLOT     4096 /* a query, or an answer to one; larger ones are dropped */
+#define DNS_LISTEN_UDP_RCVBUF   (1024 * 1024)
+#define DNS_LISTEN_TCP_INFLIGHT 64           /* queries of one connection waiting upstream */
+#define DNS_LISTEN_TCP_HIGH     (256 * 1024) /* stop reading past this much unsent */
+#define DNS_LISTEN_TCP_WRITE_S  10
+#define DNS_LISTEN_BACKLOG      128
 
-struct listen_tcp {
-	TAILQ_ENTRY(listen_tcp) entry;
-	struct listen *l;
+struct dns_listen_tcp {
+	TAILQ_ENTRY(dns_listen_tcp) entry;
+	struct dns_listen *l;
 	struct bufferevent *bev;
 	struct resolver_waiters waiters;
 	unsigned inflight;
@@ -46,51 +47,33 @@ struct listen_tcp {
  * the spot (cached, blocked, malformed) sent with one sendmmsg, so that a
  * busy resolver makes two system calls per batch instead of two per query.
  */
-struct listen_batch {
-	struct mmsghdr msg[LISTEN_UDP_BATCH];
-	struct iovec iov[LISTEN_UDP_BATCH];
-	struct sockaddr_storage peer[LISTEN_UDP_BATCH];
-	uint8_t data[LISTEN_UDP_BATCH][LISTEN_UDP_SLOT];
+struct dns_listen_batch {
+	struct mmsghdr msg[DNS_LISTEN_UDP_BATCH];
+	struct iovec iov[DNS_LISTEN_UDP_BATCH];
+	struct sockaddr_storage peer[DNS_LISTEN_UDP_BATCH];
+	uint8_t data[DNS_LISTEN_UDP_BATCH][DNS_LISTEN_UDP_SLOT];
 	unsigned n;
 };
 
-struct listen {
+struct dns_listen {
 	struct resolver *r;
 	int udp_fd;
 	struct event *udp_ev;
 	struct evconnlistener *lev;
-	TAILQ_HEAD(, listen_tcp) conns;
+	TAILQ_HEAD(, dns_listen_tcp) conns;
 	unsigned nconns;
-	uint8_t buf[MSG_MAX + 1];
-	struct listen_batch *in;  /* UDP only */
-	struct listen_batch *out; /* answers held while a batch is served */
+	uint8_t buf[DNS_MSG_MAX + 1];
+	struct dns_listen_batch *in;  /* UDP only */
+	struct dns_listen_batch *out; /* answers held while a batch is served */
 	int batching;
 };
-
-static int
-listen_socket(const struct sockaddr_storage *ss, socklen_t len, int type)
-{
-	int fd, one = 1;
-
-	fd = socket(ss->ss_family, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd == -1)
-		return -1;
-	if (type == SOCK_STREAM)
-		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-	if (bind(fd, (const struct sockaddr *)ss, len) == -1 ||
-	    (type == SOCK_STREAM && listen(fd, 128) == -1)) {
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
 
 /*
  * Bind UDP and TCP on spec (ADDR:PORT). With port 0 the UDP socket picks
  * the port and TCP takes the same one.
  */
 int
-listen_bind(const char *spec, int *udp, int *tcp, char *err, size_t errlen)
+dns_listen_bind(const char *spec, int *udp, int *tcp, char *err, size_t errlen)
 {
 	struct sockaddr_storage ss;
 	socklen_t len;
@@ -102,7 +85,7 @@ listen_bind(const char *spec, int *udp, int *tcp, char *err, size_t errlen)
 		return -1;
 	}
 	for (i = 0; i < 20; i++) {
-		if ((*udp = listen_socket(&ss, len, SOCK_DGRAM)) == -1)
+		if ((*udp = sock_listen(&ss, len, SOCK_DGRAM, 0)) == -1)
 			break;
 		if (((struct sockaddr_in *)&ss)->sin_port == 0) {
 			struct sockaddr_storage got;
@@ -111,13 +94,13 @@ listen_bind(const char *spec, int *udp, int *tcp, char *err, size_t errlen)
 			getsockname(*udp, (struct sockaddr *)&got, &glen);
 			((struct sockaddr_in *)&ss)->sin_port =
 			    ((struct sockaddr_in *)&got)->sin_port;
-			if ((*tcp = listen_socket(&ss, len, SOCK_STREAM)) != -1)
+			if ((*tcp = sock_listen(&ss, len, SOCK_STREAM, DNS_LISTEN_BACKLOG)) != -1)
 				return 0;
 			close(*udp);
 			((struct sockaddr_in *)&ss)->sin_port = 0;
 			continue;
 		}
-		if ((*tcp = listen_socket(&ss, len, SOCK_STREAM)) != -1)
+		if ((*tcp = sock_listen(&ss, len, SOCK_STREAM, DNS_LISTEN_BACKLOG)) != -1)
 			return 0;
 		close(*udp);
 		break;
@@ -128,9 +111,9 @@ listen_bind(const char *spec, int *udp, int *tcp, char *err, size_t errlen)
 
 /* Send the answers held for a batch; what the socket refuses is lost, as UDP may be. */
 static void
-listen_udp_flush(struct listen *l)
+dns_listen_udp_flush(struct dns_listen *l)
 {
-	struct listen_batch *b = l->out;
+	struct dns_listen_batch *b = l->out;
 	unsigned done = 0;
 	int n;
 
@@ -149,15 +132,16 @@ listen_udp_flush(struct listen *l)
 
 /* Hold an answer for the batch being served; 0 when it was taken. */
 static int
-listen_udp_hold(struct listen *l, const struct resolver_client *c, const uint8_t *msg, size_t len)
+dns_listen_udp_hold(struct dns_listen *l, const struct resolver_client *c, const uint8_t *msg,
+                    size_t len)
 {
-	struct listen_batch *b = l->out;
+	struct dns_listen_batch *b = l->out;
 	unsigned i;
 
-	if (!l->batching || len > LISTEN_UDP_SLOT || c->peer_len > sizeof b->peer[0])
+	if (!l->batching || len > DNS_LISTEN_UDP_SLOT || c->peer_len > sizeof b->peer[0])
 		return -1;
-	if (b->n == LISTEN_UDP_BATCH)
-		listen_udp_flush(l);
+	if (b->n == DNS_LISTEN_UDP_BATCH)
+		dns_listen_udp_flush(l);
 	i = b->n++;
 	memcpy(b->data[i], msg, len);
 	memcpy(&b->peer[i], &c->peer, c->peer_len);
@@ -177,14 +161,14 @@ listen_udp_hold(struct listen *l, const struct resolver_client *c, const uint8_t
  * is that large (the EDNS limit is 4096 bytes).
  */
 static int
-listen_udp_batch(struct listen *l, int fd)
+dns_listen_udp_batch(struct dns_listen *l, int fd)
 {
-	struct listen_batch *b = l->in;
+	struct dns_listen_batch *b = l->in;
 	struct resolver_client c;
 	struct msghdr *h;
 	int n, i;
 
-	for (i = 0; i < LISTEN_UDP_BATCH; i++) {
+	for (i = 0; i < DNS_LISTEN_UDP_BATCH; i++) {
 		b->iov[i].iov_base = b->data[i];
 		b->iov[i].iov_len = sizeof b->data[i];
 		h = &b->msg[i].msg_hdr;
@@ -194,7 +178,7 @@ listen_udp_batch(struct listen *l, int fd)
 		h->msg_iov = &b->iov[i];
 		h->msg_iovlen = 1;
 	}
-	if ((n = recvmmsg(fd, b->msg, LISTEN_UDP_BATCH, MSG_DONTWAIT, NULL)) <= 0)
+	if ((n = recvmmsg(fd, b->msg, DNS_LISTEN_UDP_BATCH, MSG_DONTWAIT, NULL)) <= 0)
 		return 0;
 	l->batching = 1;
 	for (i = 0; i < n; i++) {
@@ -208,33 +192,33 @@ listen_udp_batch(struct listen *l, int fd)
 		resolver_query(l->r, b->data[i], b->msg[i].msg_len, &c);
 	}
 	l->batching = 0;
-	listen_udp_flush(l);
+	dns_listen_udp_flush(l);
 	return n;
 }
 
 static void
-listen_udp_cb(evutil_socket_t fd, short what, void *arg)
+dns_listen_udp_cb(evutil_socket_t fd, short what, void *arg)
 {
-	struct listen *l = arg;
+	struct dns_listen *l = arg;
 	int got = 0, n;
 
-	while (got < LISTEN_UDP_BURST) {
-		if ((n = listen_udp_batch(l, fd)) < LISTEN_UDP_BATCH)
+	while (got < DNS_LISTEN_UDP_BURST) {
+		if ((n = dns_listen_udp_batch(l, fd)) < DNS_LISTEN_UDP_BATCH)
 			return;
 		got += n;
 	}
 }
 
 static void
-listen_tcp_free(struct listen_tcp *t)
+dns_listen_tcp_free(struct dns_listen_tcp *t)
 {
-	struct listen *l = t->l;
+	struct dns_listen *l = t->l;
 	struct resolver_waiter *w;
 
 	while ((w = TAILQ_FIRST(&t->waiters)) != NULL) {
 		TAILQ_REMOVE(&t->waiters, w, cl_entry);
 		w->client.conn = NULL;
-		forward_detach(w);
+		dns_forward_detach(w);
 		resolver_waiter_free(w);
 	}
 	TAILQ_REMOVE(&l->conns, t, entry);
@@ -245,31 +229,31 @@ listen_tcp_free(struct listen_tcp *t)
 
 /* Close once the client has hung up and has every answer it asked for. */
 static int
-listen_tcp_maybe_close(struct listen_tcp *t)
+dns_listen_tcp_maybe_close(struct dns_listen_tcp *t)
 {
 	if (!t->eof || t->inflight > 0 || evbuffer_get_length(bufferevent_get_output(t->bev)) > 0)
 		return 0;
-	listen_tcp_free(t);
+	dns_listen_tcp_free(t);
 	return 1;
 }
 
 static void
-listen_tcp_read_cb(struct bufferevent *bev, void *arg)
+dns_listen_tcp_read_cb(struct bufferevent *bev, void *arg)
 {
-	struct listen_tcp *t = arg;
-	struct listen *l = t->l;
+	struct dns_listen_tcp *t = arg;
+	struct dns_listen *l = t->l;
 	struct evbuffer *in = bufferevent_get_input(bev);
 	struct resolver_client c;
 	uint8_t lenb[2];
 	size_t len;
 
-	while (t->inflight < LISTEN_TCP_INFLIGHT &&
-	       evbuffer_get_length(bufferevent_get_output(bev)) < LISTEN_TCP_HIGH) {
+	while (t->inflight < DNS_LISTEN_TCP_INFLIGHT &&
+	       evbuffer_get_length(bufferevent_get_output(bev)) < DNS_LISTEN_TCP_HIGH) {
 		if (evbuffer_copyout(in, lenb, 2) != 2)
 			return;
 		len = (size_t)lenb[0] << 8 | lenb[1];
 		if (len == 0) {
-			listen_tcp_free(t);
+			dns_listen_tcp_free(t);
 			return;
 		}
 		if (evbuffer_get_length(in) < 2 + len)
@@ -287,22 +271,22 @@ listen_tcp_read_cb(struct bufferevent *bev, void *arg)
 }
 
 static void
-listen_tcp_write_cb(struct bufferevent *bev, void *arg)
+dns_listen_tcp_write_cb(struct bufferevent *bev, void *arg)
 {
-	struct listen_tcp *t = arg;
+	struct dns_listen_tcp *t = arg;
 
-	if (listen_tcp_maybe_close(t))
+	if (dns_listen_tcp_maybe_close(t))
 		return;
 	if (!t->eof && !(bufferevent_get_enabled(bev) & EV_READ)) {
 		bufferevent_enable(bev, EV_READ);
-		listen_tcp_read_cb(bev, t);
+		dns_listen_tcp_read_cb(bev, t);
 	}
 }
 
 static void
-listen_tcp_event_cb(struct bufferevent *bev, short what, void *arg)
+dns_listen_tcp_event_cb(struct bufferevent *bev, short what, void *arg)
 {
-	struct listen_tcp *t = arg;
+	struct dns_listen_tcp *t = arg;
 
 	if ((what & BEV_EVENT_TIMEOUT) && (what & BEV_EVENT_READING) && t->inflight > 0) {
 		/* Idle only counts while nothing is in flight. */
@@ -312,20 +296,20 @@ listen_tcp_event_cb(struct bufferevent *bev, short what, void *arg)
 	if ((what & BEV_EVENT_EOF) && !(what & BEV_EVENT_ERROR)) {
 		t->eof = 1;
 		bufferevent_disable(bev, EV_READ);
-		listen_tcp_maybe_close(t);
+		dns_listen_tcp_maybe_close(t);
 		return;
 	}
-	listen_tcp_free(t);
+	dns_listen_tcp_free(t);
 }
 
 static void
-listen_accept_cb(struct evconnlistener *lev, evutil_socket_t fd, struct sockaddr *sa, int salen,
-                 void *arg)
+dns_listen_accept_cb(struct evconnlistener *lev, evutil_socket_t fd, struct sockaddr *sa, int salen,
+                     void *arg)
 {
-	struct listen *l = arg;
+	struct dns_listen *l = arg;
 	const struct resolver_conf *conf = &l->r->conf;
-	struct timeval idle = {conf->tcp_idle_secs, 0}, wr = {LISTEN_TCP_WRITE_S, 0};
-	struct listen_tcp *t;
+	struct timeval idle = {conf->tcp_idle_secs, 0}, wr = {DNS_LISTEN_TCP_WRITE_S, 0};
+	struct dns_listen_tcp *t;
 
 	if (l->nconns >= conf->max_tcp_conns) {
 		evutil_closesocket(fd);
@@ -346,25 +330,26 @@ listen_accept_cb(struct evconnlistener *lev, evutil_socket_t fd, struct sockaddr
 	}
 	TAILQ_INSERT_TAIL(&l->conns, t, entry);
 	l->nconns++;
-	bufferevent_setcb(t->bev, listen_tcp_read_cb, listen_tcp_write_cb, listen_tcp_event_cb, t);
+	bufferevent_setcb(t->bev, dns_listen_tcp_read_cb, dns_listen_tcp_write_cb,
+	                  dns_listen_tcp_event_cb, t);
 	bufferevent_set_timeouts(t->bev, &idle, &wr);
 	bufferevent_enable(t->bev, EV_READ);
 }
 
 static void
-listen_accept_error_cb(struct evconnlistener *lev, void *arg)
+dns_listen_accept_error_cb(struct evconnlistener *lev, void *arg)
 {
 	log_warn("dns: accept");
 }
 
-static void listen_stop_one(struct resolver *, int);
+static void dns_listen_stop_one(struct resolver *, int);
 
 /* Serve clients on udp and tcp (either may be -1); the sockets are ours now. */
 int
-listen_start(struct resolver *r, int udp, int tcp)
+dns_listen_start(struct resolver *r, int udp, int tcp)
 {
-	struct listen *l;
-	int rcvbuf = LISTEN_UDP_RCVBUF, slot;
+	struct dns_listen *l;
+	int rcvbuf = DNS_LISTEN_UDP_RCVBUF, slot;
 
 	if (r->lst[0] == NULL)
 		slot = 0;
@@ -384,36 +369,36 @@ listen_start(struct resolver *r, int udp, int tcp)
 		/* Room for a burst of queries while the loop is busy elsewhere. */
 		(void)setsockopt(udp, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
 		evutil_make_socket_nonblocking(udp);
-		l->udp_ev = event_new(r->base, udp, EV_READ | EV_PERSIST, listen_udp_cb, l);
+		l->udp_ev = event_new(r->base, udp, EV_READ | EV_PERSIST, dns_listen_udp_cb, l);
 		if (l->udp_ev == NULL || event_add(l->udp_ev, NULL) == -1)
 			goto err;
 	}
 	if (tcp != -1) {
-		l->lev = evconnlistener_new(r->base, listen_accept_cb, l,
+		l->lev = evconnlistener_new(r->base, dns_listen_accept_cb, l,
 		                            LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, -1, tcp);
 		if (l->lev == NULL)
 			goto err;
-		evconnlistener_set_error_cb(l->lev, listen_accept_error_cb);
+		evconnlistener_set_error_cb(l->lev, dns_listen_accept_error_cb);
 	}
 	return 0;
 err:
 	if (l->lev == NULL && tcp != -1)
 		close(tcp);
-	listen_stop_one(r, slot);
+	dns_listen_stop_one(r, slot);
 	return -1;
 }
 
 /* Close one listener and its client connections. */
 static void
-listen_stop_one(struct resolver *r, int slot)
+dns_listen_stop_one(struct resolver *r, int slot)
 {
-	struct listen *l = r->lst[slot];
-	struct listen_tcp *t;
+	struct dns_listen *l = r->lst[slot];
+	struct dns_listen_tcp *t;
 
 	if (l == NULL)
 		return;
 	while ((t = TAILQ_FIRST(&l->conns)) != NULL)
-		listen_tcp_free(t);
+		dns_listen_tcp_free(t);
 	if (l->lev != NULL)
 		evconnlistener_free(l->lev);
 	if (l->udp_ev != NULL)
@@ -428,15 +413,16 @@ listen_stop_one(struct resolver *r, int slot)
 
 /* Close the listeners and every client connection. */
 void
-listen_stop(struct resolver *r)
+dns_listen_stop(struct resolver *r)
 {
-	listen_stop_one(r, 0);
-	listen_stop_one(r, 1);
+	dns_listen_stop_one(r, 0);
+	dns_listen_stop_one(r, 1);
 }
 
 /* Send a reply to the client c stands for, if it is still there. */
 void
-listen_reply(struct resolver *r, const struct resolver_client *c, const uint8_t *msg, size_t len)
+dns_listen_reply(struct resolver *r, const struct resolver_client *c, const uint8_t *msg,
+                 size_t len)
 {
 	uint8_t lenb[2] = {(uint8_t)(len >> 8), (uint8_t)len};
 	size_t i;
@@ -446,7 +432,7 @@ listen_reply(struct resolver *r, const struct resolver_client *c, const uint8_t 
 	if (!c->tcp) {
 		for (i = 0; i < EG_NELEM(r->lst); i++) {
 			if (r->lst[i] != NULL && r->lst[i]->udp_fd == c->udp_fd &&
-			    listen_udp_hold(r->lst[i], c, msg, len) == 0)
+			    dns_listen_udp_hold(r->lst[i], c, msg, len) == 0)
 				return;
 		}
 		(void)sendto(c->udp_fd, msg, len, 0, (const struct sockaddr *)&c->peer,
@@ -461,9 +447,9 @@ listen_reply(struct resolver *r, const struct resolver_client *c, const uint8_t 
 
 /* A TCP client's query now waits upstream: count it on its connection. */
 void
-listen_hold(struct resolver_waiter *w)
+dns_listen_hold(struct resolver_waiter *w)
 {
-	struct listen_tcp *t = w->client.conn;
+	struct dns_listen_tcp *t = w->client.conn;
 
 	if (!w->client.tcp || t == NULL)
 		return;
@@ -473,19 +459,19 @@ listen_hold(struct resolver_waiter *w)
 
 /* ... and is answered (or dropped): the connection may read on, or close. */
 void
-listen_release(struct resolver_waiter *w)
+dns_listen_release(struct resolver_waiter *w)
 {
-	struct listen_tcp *t = w->client.conn;
+	struct dns_listen_tcp *t = w->client.conn;
 
 	if (!w->client.tcp || t == NULL)
 		return;
 	TAILQ_REMOVE(&t->waiters, w, cl_entry);
 	w->client.conn = NULL;
 	t->inflight--;
-	if (listen_tcp_maybe_close(t))
+	if (dns_listen_tcp_maybe_close(t))
 		return;
 	if (!t->eof && !(bufferevent_get_enabled(t->bev) & EV_READ) &&
-	    evbuffer_get_length(bufferevent_get_output(t->bev)) < LISTEN_TCP_HIGH) {
+	    evbuffer_get_length(bufferevent_get_output(t->bev)) < DNS_LISTEN_TCP_HIGH) {
 		/* Queries already read in wait for the next loop turn, not this call. */
 		bufferevent_enable(t->bev, EV_READ);
 		if (evbuffer_get_length(bufferevent_get_input(t->bev)) > 0)

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "resolver.h"
+#include "resolver_int.h"
 
 struct resolver_lookup {
 	TAILQ_ENTRY(resolver_lookup) entry; /* on r->done once both halves are in */
@@ -86,6 +86,29 @@ resolver_conf_resolv(struct resolver_conf *c, const char *path)
 	return c->nupstream == 0 ? "no nameserver line" : NULL;
 }
 
+static uint64_t
+resolver_clock_now_us(void *arg)
+{
+	return time_mono_us();
+}
+
+static void
+resolver_clock_timer_add(void *arg, struct event *ev, uint64_t ms)
+{
+	struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000};
+
+	evtimer_add(ev, &tv);
+}
+
+static void
+resolver_clock_timer_del(void *arg, struct event *ev)
+{
+	evtimer_del(ev);
+}
+
+static const struct resolver_clock resolver_clock_real = {
+    resolver_clock_now_us, resolver_clock_timer_add, resolver_clock_timer_del, NULL};
+
 struct resolver *
 resolver_new(struct event_base *base, const struct resolver_conf *conf, struct policy *p,
              struct audit *audit)
@@ -98,8 +121,9 @@ resolver_new(struct event_base *base, const struct resolver_conf *conf, struct p
 	r->policy = policy_ref(p);
 	r->gen = 1;
 	r->audit = audit;
-	r->cache = cache_new(conf->cache_entries, conf->cache_bytes);
-	r->fwd = forward_new(r, base, conf);
+	r->clock = resolver_clock_real;
+	r->cache = dns_cache_new(conf->cache_entries, conf->cache_bytes);
+	r->fwd = dns_forward_new(r, base, conf);
 	TAILQ_INIT(&r->done);
 	return r;
 }
@@ -111,14 +135,21 @@ resolver_free(struct resolver *r)
 
 	if (r == NULL)
 		return;
-	listen_stop(r);
-	forward_free(r->fwd);
+	dns_listen_stop(r);
+	dns_forward_free(r->fwd);
 	while ((lk = TAILQ_FIRST(&r->done)) != NULL)
 		resolver_lookup_cancel(lk);
-	cache_free(r->cache);
+	dns_cache_free(r->cache);
 	policy_unref(r->policy);
 	free(r->verdicts);
 	free(r);
+}
+
+/* Take time from c from now on: the engine tests' clock, set before any query. */
+void
+resolver_set_clock(struct resolver *r, const struct resolver_clock *c)
+{
+	r->clock = *c;
 }
 
 /* Swap in a new policy (SIGHUP): answers are filtered again on next use. */
@@ -131,18 +162,28 @@ resolver_set_policy(struct resolver *r, struct policy *p)
 	r->gen++;
 }
 
+/*
+ * Bind the UDP socket and the TCP listener of a dns listener on spec
+ * (ADDR:PORT); with port 0 both take the port UDP picks.
+ */
+int
+resolver_bind(const char *spec, int *udp, int *tcp, char *err, size_t errlen)
+{
+	return dns_listen_bind(spec, udp, tcp, err, errlen);
+}
+
 /* Serve clients on these sockets (either may be -1); the resolver owns them. */
 int
 resolver_listen(struct resolver *r, int udp, int tcp)
 {
-	return listen_start(r, udp, tcp);
+	return dns_listen_start(r, udp, tcp);
 }
 
 /* Stop serving clients (shutdown); lookups keep working. */
 void
 resolver_stop(struct resolver *r)
 {
-	listen_stop(r);
+	dns_listen_stop(r);
 }
 
 const char *
@@ -163,7 +204,7 @@ resolver_strerror(int err)
 
 /* One dns audit event; rcode < 0 when nothing was sent back. */
 static void
-resolver_audit(struct resolver *r, const struct msg_query *q, const struct resolver_client *c,
+resolver_audit(struct resolver *r, const struct dns_msg_query *q, const struct resolver_client *c,
                const struct decision *d, int rcode, int cached, const char *error)
 {
 	struct audit_event ev;
@@ -179,7 +220,7 @@ resolver_audit(struct resolver *r, const struct msg_query *q, const struct resol
 	ev.mode = config_mode_name(policy_mode(r->policy));
 	if (q->has_question) {
 		ev.qname = q->name_ok ? q->name : "(unreadable)";
-		ev.qtype = msg_type_name(q->qtype, tbuf, sizeof tbuf);
+		ev.qtype = dns_msg_type_name(q->qtype, tbuf, sizeof tbuf);
 	}
 	if (d != NULL) {
 		ev.action = policy_action_name(d->action);
@@ -187,7 +228,7 @@ resolver_audit(struct resolver *r, const struct msg_query *q, const struct resol
 		ev.source = d->source;
 		ev.reason = d->reason;
 	}
-	ev.rcode = rcode >= 0 ? msg_rcode_name((unsigned)rcode) : NULL;
+	ev.rcode = rcode >= 0 ? dns_msg_rcode_name((unsigned)rcode) : NULL;
 	ev.cached = cached;
 	ev.error = error;
 	audit_write(r->audit, &ev);
@@ -195,13 +236,13 @@ resolver_audit(struct resolver *r, const struct msg_query *q, const struct resol
 
 /* Answer q ourselves: rcode, an Extended DNS Error when ede >= 0. */
 static void
-resolver_reply_simple(struct resolver *r, const struct msg_query *q,
+resolver_reply_simple(struct resolver *r, const struct dns_msg_query *q,
                       const struct resolver_client *c, unsigned rcode, int ede, const char *text)
 {
 	size_t len;
 
-	if ((len = msg_reply_simple(q, rcode, ede, text, r->scratch, sizeof r->scratch)) > 0)
-		listen_reply(r, c, r->scratch, len);
+	if ((len = dns_msg_reply_simple(q, rcode, ede, text, r->scratch, sizeof r->scratch)) > 0)
+		dns_listen_reply(r, c, r->scratch, len);
 }
 
 /*
@@ -211,11 +252,11 @@ resolver_reply_simple(struct resolver *r, const struct msg_query *q,
  * block with its own rule, like every other decision.
  */
 static void
-resolver_refuse(struct resolver *r, const struct msg_query *q, const struct resolver_client *c,
+resolver_refuse(struct resolver *r, const struct dns_msg_query *q, const struct resolver_client *c,
                 int rcode, const char *err)
 {
 	struct decision d;
-	int malformed = rcode < 0 || rcode == MSG_FORMERR;
+	int malformed = rcode < 0 || rcode == DNS_MSG_FORMERR;
 
 	memset(&d, 0, sizeof d);
 	d.action = ACTION_BLOCK;
@@ -230,7 +271,7 @@ resolver_refuse(struct resolver *r, const struct msg_query *q, const struct reso
 }
 
 static void
-resolver_reply_blocked(struct resolver *r, const struct msg_query *q,
+resolver_reply_blocked(struct resolver *r, const struct dns_msg_query *q,
                        const struct resolver_client *c, const struct decision *d)
 {
 	char text[160];
@@ -238,26 +279,27 @@ resolver_reply_blocked(struct resolver *r, const struct msg_query *q,
 	size_t n;
 
 	/* Off mode refuses outright: no answer at all is cacheable there. */
-	rcode = policy_mode(r->policy) == MODE_OFF ? MSG_REFUSED : MSG_NXDOMAIN;
+	rcode = policy_mode(r->policy) == MODE_OFF ? DNS_MSG_REFUSED : DNS_MSG_NXDOMAIN;
 	/* "blocked by rule RULE (LIST, SOURCE)", cut to fit; no printf per query. */
 	n = str_copy(text, sizeof text, "blocked by rule ");
 	n += str_copy(text + n, sizeof text - n, d->rule);
 	n += str_copy(text + n, sizeof text - n, " (");
-	n += str_copy(text + n, sizeof text - n, d->list != NULL ? d->list : "policy");
+	n += str_copy(text + n, sizeof text - n,
+	              d->list != POLICY_LIST_NONE ? policy_list_name(d->list) : "policy");
 	n += str_copy(text + n, sizeof text - n, ", ");
 	n += str_copy(text + n, sizeof text - n, d->source);
 	str_copy(text + n, sizeof text - n, ")");
-	resolver_reply_simple(r, q, c, rcode, MSG_EDE_BLOCKED, text);
+	resolver_reply_simple(r, q, c, rcode, DNS_MSG_EDE_BLOCKED, text);
 	resolver_audit(r, q, c, d, rcode, 0, NULL);
 }
 
 static size_t
-resolver_udp_limit(const struct msg_query *q, const struct resolver_client *c)
+resolver_udp_limit(const struct dns_msg_query *q, const struct resolver_client *c)
 {
 	if (c->tcp)
-		return MSG_MAX;
-	if (!q->edns || q->udp_size < MSG_UDP_PLAIN)
-		return MSG_UDP_PLAIN;
+		return DNS_MSG_MAX;
+	if (!q->edns || q->udp_size < DNS_MSG_UDP_PLAIN)
+		return DNS_MSG_UDP_PLAIN;
 	return q->udp_size > 4096 ? 4096 : q->udp_size;
 }
 
@@ -266,21 +308,21 @@ resolver_udp_limit(const struct msg_query *q, const struct resolver_client *c)
  * now is the monotonic time in ms the caller looked the entry up at.
  */
 static void
-resolver_serve(struct resolver *r, const struct msg_query *q, const struct resolver_client *c,
-               struct cache_entry *e, const struct decision *qd, int cached, uint64_t now)
+resolver_serve(struct resolver *r, const struct dns_msg_query *q, const struct resolver_client *c,
+               struct dns_cache_entry *e, const struct decision *qd, int cached, uint64_t now)
 {
-	const struct answer_served *s;
+	const struct dns_answer_served *s;
 	size_t len;
 
-	if ((s = cache_served(r->cache, e, r->gen, r->policy, qd)) == NULL) {
-		resolver_reply_simple(r, q, c, MSG_SERVFAIL, -1, NULL);
-		resolver_audit(r, q, c, qd, MSG_SERVFAIL, cached, "unusable upstream answer");
+	if ((s = dns_cache_served(r->cache, e, r->gen, r->policy, qd)) == NULL) {
+		resolver_reply_simple(r, q, c, DNS_MSG_SERVFAIL, -1, NULL);
+		resolver_audit(r, q, c, qd, DNS_MSG_SERVFAIL, cached, "unusable upstream answer");
 		return;
 	}
-	len = msg_reply_served(q, s, (uint32_t)((now - e->t_insert) / 1000),
-	                       resolver_udp_limit(q, c), r->scratch, sizeof r->scratch);
+	len = dns_msg_reply_served(q, s, (uint32_t)((now - e->t_insert) / 1000),
+	                           resolver_udp_limit(q, c), r->scratch, sizeof r->scratch);
 	if (len > 0)
-		listen_reply(r, c, r->scratch, len);
+		dns_listen_reply(r, c, r->scratch, len);
 	resolver_audit(r, q, c, s->verdict != NULL ? s->verdict : qd, s->rcode, cached, NULL);
 }
 
@@ -297,7 +339,7 @@ resolver_serve(struct resolver *r, const struct msg_query *q, const struct resol
 #define RESOLVER_VERDICT_SETS 512 /* a power of two */
 struct resolver_verdict {
 	uint64_t gen; /* 0: empty */
-	char name[MSG_NAME_MAX + 1];
+	char name[DNS_MSG_NAME_MAX + 1];
 	struct decision d;
 };
 struct resolver_verdicts {
@@ -308,11 +350,11 @@ struct resolver_verdicts {
 };
 
 /*
- * The policy's decision for name (lowercase text, a msg_query's: it fits a
- * slot), as answer_decide makes it: a kept one, or one made into *scratch.
+ * The policy's decision for name (lowercase text, a dns_msg_query's: it fits a
+ * slot), as dns_answer_decide makes it: a kept one, or one made into *scratch.
  */
 static const struct decision *
-resolver_decide(struct resolver *r, const char name[MSG_NAME_MAX + 1], struct decision *scratch)
+resolver_decide(struct resolver *r, const char name[DNS_MSG_NAME_MAX + 1], struct decision *scratch)
 {
 	struct resolver_verdicts *vs;
 	struct resolver_verdict *v;
@@ -320,7 +362,7 @@ resolver_decide(struct resolver *r, const char name[MSG_NAME_MAX + 1], struct de
 	size_t n, set;
 	int i;
 
-	for (n = 0; n < MSG_NAME_MAX && name[n] != '\0'; n++)
+	for (n = 0; n < DNS_MSG_NAME_MAX && name[n] != '\0'; n++)
 		h = (h ^ (unsigned char)name[n]) * 16777619u;
 	if (r->verdicts == NULL)
 		r->verdicts = xcalloc(1, sizeof *r->verdicts);
@@ -336,13 +378,13 @@ resolver_decide(struct resolver *r, const char name[MSG_NAME_MAX + 1], struct de
 	if (vs->missed[set][0] != h && vs->missed[set][1] != h) {
 		vs->missed[set][vs->next[set]] = h;
 		vs->next[set] ^= 1;
-		(void)answer_decide(r->policy, name, scratch);
+		(void)dns_answer_decide(r->policy, name, scratch);
 		return scratch;
 	}
 	i = !vs->last[set];
 	vs->last[set] = (uint8_t)i;
 	v = &vs->way[set][i];
-	(void)answer_decide(r->policy, name, &v->d);
+	(void)dns_answer_decide(r->policy, name, &v->d);
 	memcpy(v->name, name, n + 1);
 	v->gen = r->gen;
 	return &v->d;
@@ -357,15 +399,15 @@ void
 resolver_query(struct resolver *r, const uint8_t *p, size_t len, struct resolver_client *c)
 {
 	struct resolver_waiter *w;
-	struct cache_entry *e;
-	struct msg_query q;
+	struct dns_cache_entry *e;
+	struct dns_msg_query q;
 	struct decision scratch;
 	const struct decision *d;
 	const char *err;
 	uint64_t now;
 	int rcode;
 
-	if ((err = msg_parse_query(p, len, &q, &rcode)) != NULL) {
+	if ((err = dns_msg_parse_query(p, len, &q, &rcode)) != NULL) {
 		log_debug("dns query dropped or refused: %s", err);
 		resolver_refuse(r, &q, c, rcode, err);
 		return;
@@ -375,8 +417,8 @@ resolver_query(struct resolver *r, const uint8_t *p, size_t len, struct resolver
 		resolver_reply_blocked(r, &q, c, d);
 		return;
 	}
-	now = time_mono_ms();
-	if ((e = cache_get(r->cache, q.key, q.key_len, now)) != NULL) {
+	now = resolver_now_ms(r);
+	if ((e = dns_cache_get(r->cache, q.key, q.key_len, now)) != NULL) {
 		resolver_serve(r, &q, c, e, d, 1, now);
 		return;
 	}
@@ -385,14 +427,14 @@ resolver_query(struct resolver *r, const uint8_t *p, size_t len, struct resolver
 	w->q = q;
 	w->client = *c;
 	w->t_start = now;
-	if (forward_join(r->fwd, q.key, q.key_len, w) == -1) {
+	if (dns_forward_join(r->fwd, q.key, q.key_len, w) == -1) {
 		free(w);
-		resolver_reply_simple(r, &q, c, MSG_SERVFAIL, MSG_EDE_NETWORK,
+		resolver_reply_simple(r, &q, c, DNS_MSG_SERVFAIL, DNS_MSG_EDE_NETWORK,
 		                      "too many questions in flight");
-		resolver_audit(r, &q, c, d, MSG_SERVFAIL, 0, "too many questions in flight");
+		resolver_audit(r, &q, c, d, DNS_MSG_SERVFAIL, 0, "too many questions in flight");
 		return;
 	}
-	listen_hold(w);
+	dns_listen_hold(w);
 }
 
 void
@@ -400,13 +442,13 @@ resolver_waiter_free(struct resolver_waiter *w)
 {
 	if (w == NULL)
 		return;
-	listen_release(w);
+	dns_listen_release(w);
 	free(w);
 }
 
 /* Half of a lookup is in: note it, and queue the callback once both are. */
 static void
-resolver_lookup_half(struct resolver_lookup *lk, int half, struct cache_entry *e)
+resolver_lookup_half(struct resolver_lookup *lk, int half, struct dns_cache_entry *e)
 {
 	struct decision d;
 	int rc;
@@ -415,8 +457,8 @@ resolver_lookup_half(struct resolver_lookup *lk, int half, struct cache_entry *e
 	if (e == NULL)
 		rc = RESOLVER_E_FAIL;
 	else
-		rc = answer_addrs(e->raw, e->raw_len, lk->policy, lk->addrs[half],
-		                  RESOLVER_MAX_ADDRS, &lk->naddrs[half], &d);
+		rc = dns_answer_addrs(e->raw, e->raw_len, lk->policy, lk->addrs[half],
+		                      RESOLVER_MAX_ADDRS, &lk->naddrs[half], &d);
 	lk->err[half] = rc;
 	if (rc == RESOLVER_E_BLOCKED && !lk->blocked) {
 		lk->blocked = 1;
@@ -465,7 +507,7 @@ resolver_lookups_run(struct resolver *r)
 
 /* One waiter's share of an upstream outcome (e NULL: it failed). */
 static void
-resolver_waiter_answer(struct resolver *r, struct resolver_waiter *w, struct cache_entry *e,
+resolver_waiter_answer(struct resolver *r, struct resolver_waiter *w, struct dns_cache_entry *e,
                        const char *err)
 {
 	struct decision d;
@@ -475,16 +517,17 @@ resolver_waiter_answer(struct resolver *r, struct resolver_waiter *w, struct cac
 		return;
 	}
 	/* The policy may have changed while the question was out. */
-	if (answer_decide(r->policy, w->q.name, &d)) {
+	if (dns_answer_decide(r->policy, w->q.name, &d)) {
 		resolver_reply_blocked(r, &w->q, &w->client, &d);
 		return;
 	}
 	if (e == NULL) {
-		resolver_reply_simple(r, &w->q, &w->client, MSG_SERVFAIL, MSG_EDE_NO_REACH, err);
-		resolver_audit(r, &w->q, &w->client, &d, MSG_SERVFAIL, 0, err);
+		resolver_reply_simple(r, &w->q, &w->client, DNS_MSG_SERVFAIL, DNS_MSG_EDE_NO_REACH,
+		                      err);
+		resolver_audit(r, &w->q, &w->client, &d, DNS_MSG_SERVFAIL, 0, err);
 		return;
 	}
-	resolver_serve(r, &w->q, &w->client, e, &d, 0, time_mono_ms());
+	resolver_serve(r, &w->q, &w->client, e, &d, 0, resolver_now_ms(r));
 }
 
 /*
@@ -496,30 +539,30 @@ resolver_answered(struct resolver *r, const uint8_t *key, size_t key_len, ldns_p
                   const char *err, struct resolver_waiters *ws)
 {
 	struct resolver_waiter *w;
-	struct cache_entry *e = NULL, *tmp = NULL;
-	uint64_t now = time_mono_ms();
+	struct dns_cache_entry *e = NULL, *tmp = NULL;
+	uint64_t now = resolver_now_ms(r);
 	uint8_t *raw;
 	size_t raw_len;
 	uint32_t ttl;
 
 	if (pkt != NULL) {
-		if (answer_prepare(pkt, &r->conf, &raw, &raw_len, &ttl) == -1)
+		if (dns_answer_prepare(pkt, &r->conf, &raw, &raw_len, &ttl) == -1)
 			err = "unusable upstream answer";
 		else if (ttl > 0)
-			e = cache_put(r->cache, key, key_len, raw, raw_len, ttl, now);
+			e = dns_cache_put(r->cache, key, key_len, raw, raw_len, ttl, now);
 		else
-			e = tmp = cache_entry_new(key, key_len, raw, raw_len, now);
+			e = tmp = dns_cache_entry_new(key, key_len, raw, raw_len, now);
 	}
 	/* The cache is not touched below, so e stays valid throughout. */
 	while ((w = TAILQ_FIRST(ws)) != NULL) {
-		forward_detach(w);
+		dns_forward_detach(w);
 		resolver_waiter_answer(r, w, e, err);
 		if (w->kind == RESOLVER_W_CLIENT)
 			resolver_waiter_free(w);
 		else
 			free(w);
 	}
-	cache_entry_free(tmp);
+	dns_cache_entry_free(tmp);
 	resolver_lookups_run(r);
 }
 
@@ -536,8 +579,8 @@ resolver_lookup(struct resolver *r, struct policy *p, const char *name, resolver
 {
 	struct resolver_lookup *lk;
 	struct resolver_waiter *w;
-	struct cache_entry *e;
-	uint8_t key[MSG_KEY_MAX];
+	struct dns_cache_entry *e;
+	uint8_t key[DNS_MSG_KEY_MAX];
 	size_t key_len;
 	int i;
 
@@ -548,21 +591,21 @@ resolver_lookup(struct resolver *r, struct policy *p, const char *name, resolver
 	lk->arg = arg;
 	lk->left = 2;
 	for (i = 0; i < 2; i++) {
-		if (msg_name_key(name, resolver_lookup_types[i], key, &key_len) != NULL) {
+		if (dns_msg_name_key(name, resolver_lookup_types[i], key, &key_len) != NULL) {
 			lk->left--;
 			lk->err[i] = RESOLVER_E_NONAME;
 			continue;
 		}
-		if ((e = cache_get(r->cache, key, key_len, time_mono_ms())) != NULL) {
+		if ((e = dns_cache_get(r->cache, key, key_len, resolver_now_ms(r))) != NULL) {
 			resolver_lookup_half(lk, i, e);
 			continue;
 		}
 		w = xcalloc(1, sizeof *w);
 		w->kind = RESOLVER_W_LOOKUP;
 		w->lk = lk;
-		w->t_start = time_mono_ms();
+		w->t_start = resolver_now_ms(r);
 		lk->w[i] = w;
-		if (forward_join(r->fwd, key, key_len, w) == -1) {
+		if (dns_forward_join(r->fwd, key, key_len, w) == -1) {
 			free(w);
 			resolver_lookup_half(lk, i, NULL);
 		}
@@ -588,7 +631,7 @@ resolver_lookup_cancel(struct resolver_lookup *lk)
 		return;
 	for (i = 0; i < 2; i++) {
 		if (lk->w[i] != NULL) {
-			forward_detach(lk->w[i]);
+			dns_forward_detach(lk->w[i]);
 			free(lk->w[i]);
 		}
 	}

@@ -61,7 +61,7 @@ chunked_size_byte(struct chunked *dec, unsigned char c)
 		return chunked_fail(dec, "chunk size line too long");
 	switch (dec->state) {
 	case CH_SIZE:
-		if ((v = hex_value(c)) != -1) {
+		if ((v = text_hex_value(c)) != -1) {
 			if (++dec->digits > 16)
 				return chunked_fail(dec, "chunk size too long");
 			if (dec->size > (HTTP_LENGTH_MAX - (uint64_t)v) / 16)
@@ -113,7 +113,7 @@ chunked_trailer_byte(struct chunked *dec, unsigned char c)
 			dec->state = CH_END_LF;
 			return CHUNKED_MORE;
 		}
-		if (!http_tchar(c))
+		if (!text_http_tchar(c))
 			return chunked_fail(dec, "invalid trailer field");
 		if (++dec->trailers > dec->max_trailers)
 			return chunked_fail(dec, "too many trailer fields");
@@ -122,7 +122,7 @@ chunked_trailer_byte(struct chunked *dec, unsigned char c)
 	case CH_NAME:
 		if (c == ':')
 			dec->state = CH_VALUE;
-		else if (!http_tchar(c))
+		else if (!text_http_tchar(c))
 			return chunked_fail(dec, "invalid trailer field");
 		return CHUNKED_MORE;
 	case CH_VALUE:

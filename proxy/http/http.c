@@ -280,7 +280,7 @@ http_field(char *line, char *eol, struct http_header *h)
 
 	if (http_ows(*line))
 		return "obs-fold or whitespace before a field";
-	for (p = line; http_tchar((unsigned char)*p); p++)
+	for (p = line; text_http_tchar((unsigned char)*p); p++)
 		;
 	if (*p != ':') {
 		if (http_ows(*p))
@@ -389,7 +389,7 @@ http_request_line(struct http_msg *msg, char *line)
 	if (*line == '\0')
 		return http_fail(msg, 400, "empty method");
 	for (p = line; *p != '\0'; p++) {
-		if (!http_tchar((unsigned char)*p))
+		if (!text_http_tchar((unsigned char)*p))
 			return http_fail(msg, 400, "invalid method");
 	}
 	if ((v = http_version(sp2 + 1)) == -1 || sp2[9] != '\0')
@@ -550,7 +550,7 @@ http_codings(struct http_msg *msg, int *chunkedp)
 			else if (chunked)
 				error = "chunked before another coding";
 			for (p = start; p < e && error == NULL; p++) {
-				if (!http_tchar((unsigned char)*p))
+				if (!text_http_tchar((unsigned char)*p))
 					error = "invalid transfer coding";
 			}
 			if (error != NULL)

@@ -58,7 +58,7 @@ ws_utf8_valid(const uint8_t *p, size_t n)
 			i++;
 			continue;
 		}
-		if ((k = utf8_len(p + i, n - i)) == 0)
+		if ((k = text_utf8_len(p + i, n - i)) == 0)
 			return 0;
 		i += k;
 	}
@@ -312,7 +312,8 @@ ws_close_frame(uint8_t out[WS_CLOSE_FRAME_MAX], unsigned code, const char *reaso
 
 	if (rlen > WS_CONTROL_MAX - 2) {
 		for (rlen = 0; reason[rlen] != '\0'; rlen += k) {
-			k = utf8_len((const unsigned char *)reason + rlen, strlen(reason + rlen));
+			k = text_utf8_len((const unsigned char *)reason + rlen,
+			                  strlen(reason + rlen));
 			if (k == 0 || rlen + k > WS_CONTROL_MAX - 2)
 				break;
 		}

@@ -14,7 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "policy.h"
+#include "policy_int.h"
 
 #define TARGET_LOAD_MS  1000.0
 #define TARGET_RSS_MIB  100.0

@@ -12,8 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <openssl/evp.h>
-
+#include "audit.h"
 #include "review.h"
 
 typedef int (*review_fn)(FILE *, FILE *, const struct review_opts *);
@@ -27,34 +26,19 @@ now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static void
-sha256_hex(const char *p, size_t n, char out[65])
-{
-	static const char hex[] = "0123456789abcdef";
-	unsigned char md[32];
-	unsigned int len, i;
-
-	EVP_Digest(p, n, md, &len, EVP_sha256(), NULL);
-	for (i = 0; i < 32; i++) {
-		out[2 * i] = hex[md[i] >> 4];
-		out[2 * i + 1] = hex[md[i] & 0xf];
-	}
-	out[64] = '\0';
-}
-
 /* Write n events to f, chained like egressd's; returns the bytes written. */
 static long
 make_log(FILE *f, long n)
 {
 	static const char *methods[] = {"GET", "GET", "GET", "HEAD", "POST", "PUT"};
-	char prev[65], ts[32], line[1024];
+	char prev[CHAIN_HEX + 1], ts[32], line[1024];
+	struct chain *chain = chain_new();
 	struct timespec t = {1795946400, 0};
 	const char *action, *rule;
 	long i, bytes = 0;
 	int len;
 
-	memset(prev, '0', 64);
-	prev[64] = '\0';
+	memcpy(prev, chain_zeros, sizeof prev);
 	srand(1);
 	for (i = 0; i < n; i++) {
 		int r = rand(), host = r % 2000;
@@ -78,11 +62,12 @@ make_log(FILE *f, long n)
 		    ts, i + 1, action, rule, 30000 + r % 30000, host,
 		    r % 20 == 0 ? "tracker" : "cdn", methods[r % 6], r % 10000, r % 500, r % 50000,
 		    r % 300, prev);
-		sha256_hex(line, (size_t)len, prev);
+		chain_line(chain, line, (size_t)len, prev);
 		fwrite(line, 1, (size_t)len, f);
 		fputc('\n', f);
 		bytes += len + 1;
 	}
+	chain_free(chain);
 	fflush(f);
 	return bytes;
 }

@@ -218,7 +218,7 @@ perf() {
 	    END {printf "%s %s\n", q, (n > 0 ? int(ticks / hz * 1e9 / n) : "-")}' "$T/perf.out"
 }
 
-for i in $(seq 1 50); do answers "$AUTH_PORT" www.benchtld && break; sleep 0.1; done
+for _ in $(seq 1 50); do answers "$AUTH_PORT" www.benchtld && break; sleep 0.1; done
 
 # median N...: the median of the numbers given (the lower one of an even count).
 median() { printf '%s\n' "$@" | grep -E '^[0-9]+$' | sort -n | awk '{v[NR] = $1} END {if (NR) print v[int((NR + 1) / 2)]}'; }

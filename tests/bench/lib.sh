@@ -1,12 +1,15 @@
+# shellcheck shell=bash
 # Shared by the benchmark scripts (proxy_bench.sh, tls_bench.sh): their
 # common options, background processes started and stopped under their
 # own pid, free loopback ports,
 # RSS of a process tree, and the small statistics of the reports. The
-# sourcing script sets T (its temp dir), declares the associative arrays
-# PID, PORT and STATUS, and defines loadgen_run.
+# sourcing script sets T (its temp dir) and defines loadgen_run; it reads
+# the tables start and check_peer fill (PID, PORT, STATUS by peer name),
+# FREE after free_port and its options after bench_args.
 
 BG_PIDS=""
 USED_PORTS=" "
+declare -gA PID PORT STATUS
 
 log() { printf '%s\n' "$*" >&2; }
 
@@ -37,6 +40,7 @@ port_open() { timeout 1 bash -c "exec 3<>/dev/tcp/${2:-127.0.0.1}/$1" 2>/dev/nul
 
 # free_port: sets FREE to an unused loopback port below the ephemeral range,
 # never one handed out before in this run.
+# shellcheck disable=SC2034 # FREE is for the caller
 free_port() {
 	local _ p
 	for _ in $(seq 1 100); do
@@ -53,6 +57,7 @@ free_port() {
 
 # start NAME ADDR PORT CMD...: runs CMD in the background and waits (15 s at
 # most) until it listens on ADDR:PORT; STATUS[NAME] says why when it fails.
+# shellcheck disable=SC2034 # PORT and STATUS are for the sourcing script
 start() {
 	local name=$1 addr=$2 port=$3 _
 	shift 3
@@ -95,6 +100,7 @@ rss_kib() {
 field() { printf '%s\n' "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"; }
 
 # check_peer NAME: a short keep-alive run through NAME must succeed.
+# shellcheck disable=SC2034 # STATUS is for the sourcing script
 check_peer() {
 	local line
 	line=$(loadgen_run "$1-check" "$1" --mode keepalive --connections 8 --duration 1)
@@ -133,6 +139,7 @@ loadgen_find() {
 # bench_args IDLE_MAX ARGS...: the options both scripts take, into DURATION,
 # ROUNDS, PEERS, IDLE_CONNS (1..IDLE_MAX), OUT and INSTALL, whose defaults
 # the script set; anything else, or a value out of range, calls its usage.
+# shellcheck disable=SC2034 # the options are for the sourcing script
 bench_args() {
 	local idle_max=$1
 	shift

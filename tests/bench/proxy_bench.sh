@@ -31,6 +31,7 @@ usage() {
 }
 
 SRC_DIR=${SRC_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+# shellcheck source=lib.sh
 . "$SRC_DIR/tests/bench/lib.sh"
 bench_args 5000 "$@"
 
@@ -40,7 +41,7 @@ PEER_DIR="$SRC_DIR/tests/bench/peers"
 T=$(mktemp -d "${TMPDIR:-/tmp}/egress-bench.XXXXXX") || exit 1
 # Peers that drop privileges (squid, tinyproxy, privoxy, nginx workers) must reach their files.
 chmod 755 "$T"
-declare -A PID PORT STATUS RPS P50 P99 ERR KIB
+declare -A RPS P50 P99 ERR KIB
 
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -65,10 +66,11 @@ install_peers() {
 	[ "$(id -u)" -ne 0 ] && sudo="sudo -n"
 	log "installing:$missing"
 	# shellcheck disable=SC2086
-	DEBIAN_FRONTEND=noninteractive $sudo apt-get update -q >"$T/apt.log" 2>&1 &&
+	if ! { DEBIAN_FRONTEND=noninteractive $sudo apt-get update -q >"$T/apt.log" 2>&1 &&
 		DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends \
-			$missing >>"$T/apt.log" 2>&1 ||
+			$missing >>"$T/apt.log" 2>&1; }; then
 		log "apt-get failed (see below): the missing peers are skipped"$'\n'"$(tail -5 "$T/apt.log")"
+	fi
 }
 
 # --- helpers ----------------------------------------------------------------

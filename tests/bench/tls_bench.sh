@@ -35,6 +35,7 @@ usage() {
 }
 
 SRC_DIR=${SRC_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+# shellcheck source=lib.sh
 . "$SRC_DIR/tests/bench/lib.sh"
 bench_args 2000 "$@"
 if [ "$(id -u)" -ne 0 ]; then
@@ -48,7 +49,7 @@ PEER_DIR="$SRC_DIR/tests/bench/peers"
 T=$(mktemp -d "${TMPDIR:-/tmp}/egress-tlsbench.XXXXXX") || exit 1
 # Peers that drop privileges (squid and its helpers, nginx workers) must reach their files.
 chmod 755 "$T"
-declare -A PID PORT STATUS CA RPS MIBS P50 P99 ERR KIB
+declare -A CA RPS MIBS P50 P99 ERR KIB
 
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -71,10 +72,11 @@ install_peers() {
 	fi
 	log "installing:$missing"
 	# shellcheck disable=SC2086
-	DEBIAN_FRONTEND=noninteractive apt-get update -q >"$T/apt.log" 2>&1 &&
+	if ! { DEBIAN_FRONTEND=noninteractive apt-get update -q >"$T/apt.log" 2>&1 &&
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
-			$missing >>"$T/apt.log" 2>&1 ||
+			$missing >>"$T/apt.log" 2>&1; }; then
 		log "apt-get failed (see below): the missing peers are skipped"$'\n'"$(tail -5 "$T/apt.log")"
+	fi
 }
 
 # --- helpers ----------------------------------------------------------------
@@ -105,10 +107,10 @@ make_pki() {
 		>"$P/origin.ext"
 	openssl x509 -req -in "$P/origin.csr" -CA "$P/testca.pem" -CAkey "$P/testca.key" \
 		-CAcreateserial -days 2 -extfile "$P/origin.ext" -out "$P/origin.pem" 2>>"$T/pki.log"
-	[ -s "$P/origin.pem" ] && [ -s "$P/bumpca.pem" ] || {
+	if [ ! -s "$P/origin.pem" ] || [ ! -s "$P/bumpca.pem" ]; then
 		log "cannot make the test PKI: $(cat "$T/pki.log")"
 		exit 1
-	}
+	fi
 }
 
 # pick_origin_addr: a random 127.X.Y.1 where nothing listens on 443.
@@ -139,7 +141,7 @@ start_origin() {
 # start_dns: the test origin's DNS responder answers origin.test on a loopback UDP port.
 start_dns() {
 	local _
-	python3 "$SRC_DIR/tests/integration/origin.py" --log "$T/dns.jsonl" --port-file "$T/dns.http" \
+	python3 "$SRC_DIR/tests/lib/py/origin.py" --log "$T/dns.jsonl" --port-file "$T/dns.http" \
 		--dns-port-file "$T/dns.port" --dns-map "origin.test=$ORIGIN_ADDR" --parent $$ \
 		--max-seconds 7200 >"$T/dns.out" 2>&1 &
 	BG_PIDS="$BG_PIDS $!"
@@ -206,6 +208,7 @@ start_peer() {
 		cat "$P/bumpca.key" "$P/bumpca.pem" >"$T/$name/mitmproxy-ca.pem"
 		render tls_mitmproxy.yaml "$T/$name/config.yaml" "$port"
 		# A private /etc/hosts, seen by mitmdump alone (its own mount namespace).
+		# shellcheck disable=SC2016 # $1 and $2 are the inner shell's
 		start "$name" 127.0.0.1 "$port" unshare --mount --propagation private sh -c \
 			'mount --bind "$1" /etc/hosts && exec mitmdump --set confdir="$2" -q' \
 			sh "$T/hosts" "$T/$name"

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "resolver.h"
+#include "resolver_int.h"
 
 #define FUZZ_DNS_MAX 8192
 
@@ -54,12 +54,12 @@ fuzz_dns_reply_check(const uint8_t *r, size_t len, size_t limit)
 }
 
 static void
-fuzz_dns_answer(const struct msg_query *q, const struct decision *d, const uint8_t *data,
+fuzz_dns_answer(const struct dns_msg_query *q, const struct decision *d, const uint8_t *data,
                 size_t size)
 {
-	static uint8_t out[MSG_MAX + 2];
+	static uint8_t out[DNS_MSG_MAX + 2];
 	struct resolver_conf conf;
-	struct answer_served s;
+	struct dns_answer_served s;
 	struct addr addrs[RESOLVER_MAX_ADDRS];
 	struct decision bd;
 	ldns_pkt *pkt;
@@ -69,18 +69,19 @@ fuzz_dns_answer(const struct msg_query *q, const struct decision *d, const uint8
 	uint16_t id = size >= 2 ? (uint16_t)(data[0] << 8 | data[1]) : 0;
 
 	resolver_conf_init(&conf);
-	if (msg_check_answer(data, size, id, q->key, q->key_len, &pkt) != NULL)
+	if (dns_msg_check_answer(data, size, id, q->key, q->key_len, &pkt) != NULL)
 		return;
-	if (answer_prepare(pkt, &conf, &raw, &raw_len, &ttl) == 0) {
-		if (answer_served_build(raw, raw_len, fuzz_dns_policy(), d, &s) == 0) {
-			len = msg_reply_served(q, &s, ttl / 2, MSG_UDP_PLAIN, out, sizeof out);
-			fuzz_dns_reply_check(out, len, MSG_UDP_PLAIN);
-			len = msg_reply_served(q, &s, 0, MSG_MAX, out, sizeof out);
-			fuzz_dns_reply_check(out, len, MSG_MAX);
-			answer_served_free(&s);
+	if (dns_answer_prepare(pkt, &conf, &raw, &raw_len, &ttl) == 0) {
+		if (dns_answer_served_build(raw, raw_len, fuzz_dns_policy(), d, &s) == 0) {
+			len = dns_msg_reply_served(q, &s, ttl / 2, DNS_MSG_UDP_PLAIN, out,
+			                           sizeof out);
+			fuzz_dns_reply_check(out, len, DNS_MSG_UDP_PLAIN);
+			len = dns_msg_reply_served(q, &s, 0, DNS_MSG_MAX, out, sizeof out);
+			fuzz_dns_reply_check(out, len, DNS_MSG_MAX);
+			dns_answer_served_free(&s);
 		}
-		(void)answer_addrs(raw, raw_len, fuzz_dns_policy(), addrs, RESOLVER_MAX_ADDRS, &n,
-		                   &bd);
+		(void)dns_answer_addrs(raw, raw_len, fuzz_dns_policy(), addrs, RESOLVER_MAX_ADDRS,
+		                       &n, &bd);
 		if (n > RESOLVER_MAX_ADDRS)
 			abort();
 		free(raw);
@@ -91,8 +92,8 @@ fuzz_dns_answer(const struct msg_query *q, const struct decision *d, const uint8
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static uint8_t out[MSG_MAX];
-	struct msg_query q;
+	static uint8_t out[DNS_MSG_MAX];
+	struct dns_msg_query q;
 	struct decision d;
 	size_t qlen, len;
 	int rcode;
@@ -104,17 +105,18 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	qlen = data[0] < size - 1 ? data[0] : size - 1;
 	data++;
 	size--;
-	if (msg_parse_query(data, qlen, &q, &rcode) != NULL) {
+	if (dns_msg_parse_query(data, qlen, &q, &rcode) != NULL) {
 		if (rcode >= 0) {
-			len = msg_reply_simple(&q, (unsigned)rcode, -1, NULL, out, sizeof out);
+			len = dns_msg_reply_simple(&q, (unsigned)rcode, -1, NULL, out, sizeof out);
 			fuzz_dns_reply_check(out, len, sizeof out);
 		}
 		return 0;
 	}
-	if (strlen(q.name) > MSG_NAME_MAX || q.key_len > MSG_KEY_MAX)
+	if (strlen(q.name) > DNS_MSG_NAME_MAX || q.key_len > DNS_MSG_KEY_MAX)
 		abort();
-	if (answer_decide(fuzz_dns_policy(), q.name, &d)) {
-		len = msg_reply_simple(&q, MSG_NXDOMAIN, MSG_EDE_BLOCKED, d.rule, out, sizeof out);
+	if (dns_answer_decide(fuzz_dns_policy(), q.name, &d)) {
+		len = dns_msg_reply_simple(&q, DNS_MSG_NXDOMAIN, DNS_MSG_EDE_BLOCKED, d.rule, out,
+		                           sizeof out);
 		fuzz_dns_reply_check(out, len, sizeof out);
 		return 0;
 	}

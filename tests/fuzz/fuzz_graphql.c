@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "policy.h"
+#include "policy_int.h"
 
 #define FUZZ_MAX_INPUT (64 * 1024)
 

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
-#include "policy.h"
+#include "policy_int.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "policy.h"
+#include "policy_int.h"
 
 #define FUZZ_URL_MAX 4096
 

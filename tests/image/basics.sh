@@ -11,9 +11,9 @@
 # the host's OpenCode config files read-only in a writable directory.
 . "$(dirname "$0")/lib.sh"
 
-image_build || { bad "the image builds"; finish; exit 1; }
+image_build || { bad "the image builds"; finish; }
 ok
-lib_net_up || { bad "test network"; finish; exit 1; }
+lib_net_up || { bad "test network"; finish; }
 
 # Entrypoint, command, users, files.
 expect_eq "$(podman image inspect --format '{{json .Config.Entrypoint}} {{json .Config.Cmd}}' "$IMAGE")" \
@@ -22,7 +22,6 @@ run() { # run CMD...: the image as shipped (default entrypoint)
 	timeout 120 podman run --rm --network "$NET" --dns 198.18.0.1 "$IMAGE" "$@" >"$T/out" 2>"$T/err"
 	RC=$?
 	OUT=$(cat "$T/out")
-	ERR=$(cat "$T/err")
 }
 
 run opencode --version
@@ -102,7 +101,7 @@ expect_eq "$(cat "$T/home/.config/opencode/opencode.json")" '{"theme": "system"}
 if [ -e "$T/home/.config/opencode/x" ]; then bad "a file made in the container's config directory is not on the host"; else ok; fi
 expect_contains "$OUT" auth-mounted "the host's OpenCode auth is mounted"
 expect_eq "$(cat "$T/proj/made" 2>/dev/null)" hi "the project is mounted read-write at /workspace"
-[ -f "$T/st2/audit-events.jsonl" ] && ok || bad "scripts/sandbox: the audit log is in --state"
+if [ -f "$T/st2/audit-events.jsonl" ]; then ok; else bad "scripts/sandbox: the audit log is in --state"; fi
 
 echo "basics done after $(elapsed)s"
 finish

@@ -4,7 +4,7 @@
 # tree (layer cache kept between runs, the project's sources always copied
 # and compiled anew when they change), a private temp dir, counted
 # assertions, and an internal podman network with an origin container: the
-# test "internet" (tests/netns/inet.py) at 198.18.0.1 answering DNS, HTTP
+# test "internet" (tests/lib/py/inet.py) at 198.18.0.1 answering DNS, HTTP
 # and HTTPS with a test CA. Nothing leaves the machine: the network is
 # --internal. Run as root from ctest with BUILD_DIR and SRC_DIR set.
 
@@ -16,10 +16,13 @@ SRC_DIR=$(cd "$SRC_DIR" && pwd)
 export CONTAINERS_CONF="$SRC_DIR/image/containers.conf"
 IMAGE=${OPENCODE_SANDBOX_TEST_IMAGE:-localhost/opencode-sandbox:test}
 BASE_IMAGE=localhost/debian-base:bookworm
+# shellcheck disable=SC2034 # for the scripts (the pinned version)
 OPENCODE_VERSION=$(sed -n 's/^ARG OPENCODE_VERSION=//p' "$SRC_DIR/image/Containerfile" | head -n 1)
 
-. "$SRC_DIR/tests/lib/expect.sh"
-. "$SRC_DIR/tests/lib/pki.sh"
+# shellcheck source=../lib/sh/expect.sh
+. "$SRC_DIR/tests/lib/sh/expect.sh"
+# shellcheck source=../lib/sh/pki.sh
+. "$SRC_DIR/tests/lib/sh/pki.sh"
 
 [ "$(id -u)" -eq 0 ] || skip "needs root (podman with nftables inside containers)"
 for tool in podman debootstrap openssl python3; do
@@ -65,7 +68,7 @@ image_build() {
 	# This machine's trust store, for npm behind a TLS-intercepting proxy.
 	local secret=()
 	[ -s /etc/ssl/certs/ca-certificates.crt ] &&
-		secret=(--secret id=build-ca,src=/etc/ssl/certs/ca-certificates.crt)
+		secret=(--secret "id=build-ca,src=/etc/ssl/certs/ca-certificates.crt")
 	if ! timeout 1200 podman build --jobs 2 -f "$SRC_DIR/image/Containerfile" \
 		--build-arg BASE="$BASE_IMAGE" "${secret[@]+"${secret[@]}"}" -t "$IMAGE" \
 		"$SRC_DIR" >"$T/build.log" 2>&1; then
@@ -79,8 +82,8 @@ image_build() {
 lib_test_ca() {
 	pki_make image-test-ca allowed.test readonly.test blocked.test model.test || return 1
 	mkdir -p "$T/origin"
-	cp "$T/origin.pem" "$T/origin.key" "$SRC_DIR/tests/netns/inet.py" \
-		"$SRC_DIR/tests/integration/origin.py" "$T/origin/"
+	cp "$T/origin.pem" "$T/origin.key" "$SRC_DIR/tests/lib/py/inet.py" \
+		"$SRC_DIR/tests/lib/py/origin.py" "$T/origin/"
 	chmod 644 "$T/testca.pem" "$T/origin/"*
 }
 
@@ -104,6 +107,7 @@ lib_net_up() {
 		return 1
 	}
 	LIB_CONTAINERS="$LIB_CONTAINERS $ORIGIN"
+	# shellcheck disable=SC2016 # the container's shell expands the script
 	timeout 120 podman run -d --name "$ORIGIN" --network "$NET" --ip 198.18.0.1 --ip6 2001:2::1 \
 		-v "$T/origin:/origin:ro" -e MODEL_REPLY="$model" --entrypoint sh "$IMAGE" -c '
 		if [ -n "$MODEL_REPLY" ]; then
@@ -120,8 +124,8 @@ lib_net_up() {
 		cat "$T/origin.log" >&2
 		return 1
 	}
-	local i
-	for i in $(seq 100); do
+	local _
+	for _ in $(seq 100); do
 		podman logs "$ORIGIN" 2>/dev/null | grep -q ready &&
 			podman exec "$ORIGIN" test -s /tmp/tls-port 2>/dev/null && return 0
 		sleep 0.1
@@ -160,6 +164,7 @@ EOT
 # on the test network, resolving through the origin, with the test policy, a
 # host state dir ($T/state) and a project dir ($T/ws) mounted, the test CA as
 # egressd's upstream trust. stdout in $OUT, stderr in $ERR, status in $RC.
+# shellcheck disable=SC2034 # RC, OUT and ERR are for the caller
 box() {
 	local eng=() init=()
 	while [ $# -gt 0 ] && [ "$1" != -- ]; do

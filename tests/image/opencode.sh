@@ -5,7 +5,7 @@
 # auth.json, mounted the way scripts/sandbox and docs/image.md do, and a
 # global policy that allowlists the provider's host as a custom provider
 # profile would. The "internet" is the test network, where model.test is a
-# scripted streaming model API (tests/netns/inet.py --model-reply) behind
+# scripted streaming model API (tests/lib/py/inet.py --model-reply) behind
 # HTTPS with the test CA, which stands in for the image's system store, so
 # egressd verifies it as it would a real provider. `opencode run` must
 # print the scripted reply; the model API must have seen the streamed chat
@@ -16,8 +16,8 @@
 . "$(dirname "$0")/lib.sh"
 
 REPLY_TEXT="The sandbox answer is 42, streamed by the scripted model."
-image_build || { bad "the image builds"; finish; exit 1; }
-lib_net_up --model "$REPLY_TEXT" || { bad "test network"; finish; exit 1; }
+image_build || { bad "the image builds"; finish; }
+lib_net_up --model "$REPLY_TEXT" || { bad "test network"; finish; }
 
 # The user's host: config, credentials, a project. Files belong to uid 1000,
 # the payload's uid, as on a host whose user is uid 1000; auth.json is 0600

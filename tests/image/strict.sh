@@ -10,8 +10,8 @@
 # mode lets nothing out.
 . "$(dirname "$0")/lib.sh"
 
-image_build || { bad "the image builds"; finish; exit 1; }
-lib_net_up || { bad "test network"; finish; exit 1; }
+image_build || { bad "the image builds"; finish; }
+lib_net_up || { bad "test network"; finish; }
 lib_policy strict '"allowed.test"'
 
 mkdir -p "$T/ws"
@@ -78,6 +78,7 @@ done
 [ "$RC" = 0 ] || printf '%s\n%s\n' "$OUT" "$ERR" | tail -n 30 >&2
 # The probes the rules dropped are in the audit, with the payload's uid.
 for door in "udp 443 quic" "tcp 853 dns-over-tls" "udp 7 udp"; do
+	# shellcheck disable=SC2086 # split "PROTO PORT NAME" into $1 $2 $3
 	set -- $door
 	expect_eq "$(jq -c "select(.event == \"packet\" and .proto == \"$1\" and .port == $2 and
 		.uid == 1000 and .rule == \"strict-drop\") | .host" "$T/state/audit-events.jsonl" \
@@ -89,7 +90,7 @@ rm -f "$T/ws/ran"
 box -- --mode strict -- sh -c 'touch /workspace/ran'
 expect_eq "$RC" 125 "strict without NET_ADMIN: exit 125"
 expect_contains "$ERR" "NET_ADMIN" "strict without NET_ADMIN: the message names the capability"
-[ ! -e "$T/ws/ran" ] && ok || bad "strict without NET_ADMIN: CMD ran"
+if [ ! -e "$T/ws/ran" ]; then ok; else bad "strict without NET_ADMIN: CMD ran"; fi
 
 # off: nothing leaves, not even through egressd.
 box --cap-add NET_ADMIN -- --mode off -- sh -c \

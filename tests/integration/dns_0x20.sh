@@ -6,7 +6,8 @@
 # sent after it, is the one served); an upstream that lowercases questions
 # is asked again once without 0x20 and still answers, with one warning.
 
-. "$SRC_DIR/tests/integration/dns/lib.sh"
+# shellcheck source=lib.sh
+. "$SRC_DIR/tests/integration/lib.sh"
 
 P="$T/policy.yaml"
 write_dns_policy "$P" practical

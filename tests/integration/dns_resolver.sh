@@ -11,7 +11,8 @@
 # daemon keeps serving; the dns audit events (every one with its action and
 # rule, malformed queries included); strict and off modes.
 
-. "$SRC_DIR/tests/integration/dns/lib.sh"
+# shellcheck source=lib.sh
+. "$SRC_DIR/tests/integration/lib.sh"
 
 start_stub
 P="$T/policy.yaml"
@@ -209,7 +210,7 @@ expect_eq "$(audit_last '.event == "dns" and .error == "a response, not a query"
     "block	malformed-query	builtin" "a response sent to the resolver is audited too"
 dq www.example.test A
 expect_eq "$(dq_answers A)" 198.18.0.10 "still serving after malformed queries"
-kill -0 "$EG_PID" 2>/dev/null && ok || bad "egressd died"
+if kill -0 "$EG_PID" 2>/dev/null; then ok; else bad "egressd died"; fi
 stop_egressd
 expect_eq "$EXIT_RC" 0 "egressd exits 0 on SIGTERM (and clean under the sanitizers)"
 

@@ -167,11 +167,11 @@ def respond(zone, msg, limit, log, proto, lock, case="echo"):
     question = msg[12:off + 4]
     if case == "lower":
         question = question[:-4].lower() + question[-4:]
-    edns = False
+    # An OPT record in the additional section raises a UDP answer's limit to
+    # the client's payload size.
     if struct.unpack(">H", msg[10:12])[0] >= 1 and len(msg) >= off + 4 + 11:
         opt = msg[off + 4:]
         if opt[0] == 0 and struct.unpack(">H", opt[1:3])[0] == 41:
-            edns = True
             limit = max(512, struct.unpack(">H", opt[3:5])[0]) if proto == "udp" else limit
     with lock:
         log.write(json.dumps({"name": name, "wire": wire_name(msg, 12), "type": qtype,

@@ -10,7 +10,8 @@
 # a slow answer to an earlier try still taken after the retransmission, and
 # the sockets of retransmissions bounded under a flood.
 
-. "$SRC_DIR/tests/integration/dns/lib.sh"
+# shellcheck source=lib.sh
+. "$SRC_DIR/tests/integration/lib.sh"
 
 start_stub --silent
 DEAD=$STUB_PORT

@@ -1,16 +1,19 @@
+# shellcheck shell=bash
 # Shared helpers for the integration scripts: a private temp dir removed on
-# exit, assertions that count, and a closing "N passed, N failed" line; for
-# the proxy scripts also the test origin (origin.py), egressd started on a
-# free port, and bounded waits. Background processes a script starts through
-# these helpers are killed on exit. Scripts run from ctest with BUILD_DIR and
-# SRC_DIR set.
+# exit, assertions that count (tests/lib/sh/expect.sh), and a closing
+# "N passed, N failed" line; for the proxy scripts also the test origin
+# (tests/lib/py/origin.py), egressd started on a free port, and bounded
+# waits; for the resolver scripts a stub authority and dig. Background
+# processes a script starts through these helpers are killed on exit.
+# Scripts run from ctest with BUILD_DIR and SRC_DIR set.
 
 set -u
 : "${BUILD_DIR:?BUILD_DIR must point at the build directory}"
 : "${SRC_DIR:?SRC_DIR must point at the source tree}"
+# shellcheck disable=SC2034 # for the scripts
 POLICYCTL="$BUILD_DIR/policyctl"
 EGRESSD="$BUILD_DIR/egressd"
-ORIGIN_PY="$SRC_DIR/tests/integration/origin.py"
+ORIGIN_PY="$SRC_DIR/tests/lib/py/origin.py"
 export PYTHONDONTWRITEBYTECODE=1 # no __pycache__ in the source tree
 
 T=$(mktemp -d "${TMPDIR:-/tmp}/egress-it.XXXXXX")
@@ -24,7 +27,8 @@ lib_cleanup() {
 	rm -rf "$T"
 }
 trap lib_cleanup EXIT
-. "$SRC_DIR/tests/lib/expect.sh"
+# shellcheck source=../lib/sh/expect.sh
+. "$SRC_DIR/tests/lib/sh/expect.sh"
 
 # run CMD...: runs a command, leaving OUT (stdout), ERR (stderr) and RC.
 run() {
@@ -96,6 +100,7 @@ wait_port() {
 
 # wait_exit PID SECS: until PID is gone; sets EXIT_RC (its status, or 255
 # if it is still running after SECS). PID must be a child of this shell.
+# shellcheck disable=SC2034 # EXIT_RC is for the caller
 wait_exit() {
 	local i
 	EXIT_RC=255
@@ -113,6 +118,7 @@ wait_exit() {
 # start_origin [ARGS...]: runs origin.py with its DNS responder (ARGS go to
 # origin.py); sets ORIGIN_PORT, ORIGIN_DNS (127.0.0.1:PORT for
 # --upstream-dns), ORIGIN_LOG, ORIGIN_PID.
+# shellcheck disable=SC2034 # ORIGIN_PORT and ORIGIN_DNS are for the caller
 start_origin() {
 	ORIGIN_LOG="$T/origin.jsonl"
 	rm -f "$T/origin.port" "$T/origin.dns"
@@ -197,4 +203,70 @@ audit_last() { jq -c "select($1)" "$EG_AUDIT" | tail -n 1; }
 # asan_build: true when egressd was built with AddressSanitizer.
 asan_build() { grep -q __asan_init "$EGRESSD" 2>/dev/null; }
 
+# --- the resolver scripts (dns_*.sh): the stub authority (dns_stub.py with
+# tests/data/resolver/stub.zone), egressd with its DNS listener on a free
+# port, and dig against it.
 
+DNS_STUB_PY="$SRC_DIR/tests/integration/dns_stub.py"
+DNS_ZONE="$SRC_DIR/tests/data/resolver/stub.zone"
+STUB_N=0
+
+# start_stub [--silent]: a stub authority; sets STUB_PORT, STUB_LOG, STUB_PID.
+# shellcheck disable=SC2034 # STUB_PORT is for the caller
+start_stub() {
+	STUB_N=$((STUB_N + 1))
+	STUB_LOG="$T/stub.$STUB_N.jsonl"
+	: >"$STUB_LOG"
+	python3 "$DNS_STUB_PY" --zone "$DNS_ZONE" --port-file "$T/stub.$STUB_N.port" \
+	    --log "$STUB_LOG" --parent $$ "$@" >"$T/stub.$STUB_N.out" 2>&1 &
+	STUB_PID=$!
+	track_pid "$STUB_PID"
+	if ! wait_file "$T/stub.$STUB_N.port" 10; then
+		echo "stub did not start: $(cat "$T/stub.$STUB_N.out")" >&2
+		exit 1
+	fi
+	STUB_PORT=$(cat "$T/stub.$STUB_N.port")
+}
+
+# stub_count NAME [TYPE]: queries the stub saw for NAME (of TYPE, a number).
+stub_count() {
+	if [ $# -ge 2 ]; then
+		jq -c "select(.name == \"$1\" and .type == $2)" "$STUB_LOG" | wc -l
+	else
+		jq -c "select(.name == \"$1\")" "$STUB_LOG" | wc -l
+	fi
+}
+
+# start_resolver ARGS...: egressd with --dns on a free port; sets DNS_PORT.
+start_resolver() {
+	DNS_PORT=$(free_port)
+	start_egressd --dns "127.0.0.1:$DNS_PORT" "$@"
+}
+
+# dq ARGS...: dig against egressd's resolver, one try; output in OUT.
+dq() {
+	run dig @127.0.0.1 -p "$DNS_PORT" +tries=1 +time=8 "$@"
+}
+
+# dq_status: the status of the last dq ("NOERROR", "NXDOMAIN", ...).
+dq_status() { printf '%s\n' "$OUT" | sed -n 's/.*status: \([A-Z]*\),.*/\1/p' | head -n 1; }
+
+# dq_answers TYPE: the answer values of that type in the last dq, sorted.
+dq_answers() {
+	printf '%s\n' "$OUT" | awk -v t="$1" '/^;/ {next} $4 == t {print $5}' | sort | tr '\n' ' ' |
+	    sed 's/ $//'
+}
+
+# dq_ede: the EDE line of the last dq.
+dq_ede() { printf '%s\n' "$OUT" | grep 'EDE:' | head -n 1; }
+
+write_dns_policy() { # write_dns_policy FILE MODE
+	cat >"$1" <<EOF
+version: 1
+network:
+  mode: $2
+  inheritGlobal: false
+  blocklist: ["blocked.example.test", "*.ads.example.test"]
+  allowlist: ["198.18.0.0/15", "2001:2::/48", "trusted.example.test", "origin.example.test"]
+EOF
+}

@@ -196,19 +196,19 @@ follow_has() { # follow_has N: until the output has N lines (5 s)
 	return 1
 }
 sed -n 3,5p "$A" >>"$F"
-follow_has 2 && ok || bad "follow: appended blocks not shown"
+if follow_has 2; then ok; else bad "follow: appended blocks not shown"; fi
 sed -n 6p "$A" | head -c 50 >>"$F"
 sleep 0.5
 expect_eq "$(wc -l <"$T/follow.out")" 2 "follow waits for a whole line"
 sed -n 6p "$A" | tail -c +51 >>"$F"
-follow_has 3 && ok || bad "follow: line completed later not shown"
+if follow_has 3; then ok; else bad "follow: line completed later not shown"; fi
 mv "$F" "$F.1"
 sed -n 7p "$A" >>"$F.1" # the old file's last words still count
 sed -n 8p "$A" >"$F"
-follow_has 5 && ok || bad "follow: rotation not followed"
+if follow_has 5; then ok; else bad "follow: rotation not followed"; fi
 : >"$F"
 sed -n 9p "$A" >>"$F"
-follow_has 6 && ok || bad "follow: truncation not followed"
+if follow_has 6; then ok; else bad "follow: truncation not followed"; fi
 expect_eq "$(cut -c27-31 "$T/follow.out" | sort -u)" "block" "follow prints blocks only"
 kill -TERM "$FPID"
 wait_exit "$FPID" 5

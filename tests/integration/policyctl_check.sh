@@ -70,6 +70,7 @@ expect_eq "$(jqf .ok)" "false" "json not ok"
 expect_eq "$(jqf '.errors | length')" "6" "json lists every error"
 
 # A list file with invalid lines: a warning with line numbers, not an error.
+# shellcheck disable=SC2016 # $third-party is an adblock option, not a variable
 printf 'good.example.com\nnot a domain!\n||ads.example.com^$third-party\nfine.example.net\n' >"$T/list.txt"
 printf 'network:\n  blocklistFiles: [list.txt]\n' >"$T/lists.yaml"
 run "$POLICYCTL" check --config "$T/lists.yaml"

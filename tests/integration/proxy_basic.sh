@@ -211,7 +211,7 @@ expect_eq "$(origin_count 'select(.method == "GET" and .target == "/echo")')" "$
 # plain HTTP sent inside it (curl -p) is cut and audited, never relayed ---
 before=$(origin_count 'select(.target == "/hello")')
 run pcurl -p -D "$T/h" -o "$T/b" "http://plain.test:$O/hello"
-[ "$RC" -ne 0 ] && ok || bad "plain HTTP inside a CONNECT to an unlisted host's port $O must be cut"
+if [ "$RC" -ne 0 ]; then ok; else bad "plain HTTP inside a CONNECT to an unlisted host's port $O must be cut"; fi
 expect_eq "$(status_of "$T/h")" 200 "the CONNECT itself is answered (the tunnel is intercepted)"
 sleep 0.2
 OUT=$(audit_last '.event == "connect" and .host == "plain.test"')

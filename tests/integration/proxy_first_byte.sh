@@ -49,15 +49,18 @@ t0=$(now_ms)
 run pcurl --max-time 12 -o /dev/null -w '%{http_code}' "http://plain.test:$O/hello"
 took=$(($(now_ms) - t0))
 expect_eq "$OUT" 200 "a new client is served while byte-less connections held every slot"
-[ "$took" -lt 6000 ] && ok || bad "served after ${took} ms: the byte-less connections were not cut at the header timeout"
+if [ "$took" -lt 6000 ]; then ok; else bad "served after ${took} ms: the byte-less connections were not cut at the header timeout"; fi
 wait_exit "$SILENT" 20
 CLOSED=$(tail -n 1 "$T/silent.out")
 expect_absent "$CLOSED" open "every byte-less connection was closed by egressd ($CLOSED)"
 for t in $CLOSED; do
 	case "$t" in
 	open) ;;
-	*) awk -v t="$t" 'BEGIN { exit !(t >= 0.8 && t < 5) }' && ok ||
-		bad "a byte-less connection closed after $t s, want about the 1 s header timeout" ;;
+	*)
+		if awk -v t="$t" 'BEGIN { exit !(t >= 0.8 && t < 5) }'; then ok; else
+			bad "a byte-less connection closed after $t s, want about the 1 s header timeout"
+		fi
+		;;
 	esac
 done
 

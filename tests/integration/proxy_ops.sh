@@ -32,11 +32,11 @@ start_egressd --config "$P" --upstream-dns "$ORIGIN_DNS" || exit 1
 expect_eq "$(cat "$T/ready.$EG_N")" READY "--ready-fd gets READY"
 expect_eq "$(code "http://allowed.test:$O/hello")" 200 "answers once READY"
 
-run timeout 10 "$EGRESSD" --config "$P" --proxy "0.0.0.0:$(free_port)" --audit "$T/x.jsonl"
+run timeout 10 "$EGRESSD" --config "$P" --proxy "0.0.0.0:$(free_port)" --dns "127.0.0.1:$(free_port)" --audit "$T/x.jsonl"
 expect_eq "$([ "$RC" -ne 0 ] && [ "$RC" -ne 124 ] && echo yes)" yes "0.0.0.0 refused (exit $RC)"
 expect_contains "$ERR" "open proxy" "the refusal says open proxy"
 printf 'version: 1\nnetwork:\n  mode: practical\n  allowMethods: 5\n' >"$T/bad.yaml"
-run timeout 10 "$EGRESSD" --config "$T/bad.yaml" --proxy "127.0.0.1:$(free_port)" --audit "$T/x.jsonl"
+run timeout 10 "$EGRESSD" --config "$T/bad.yaml" --proxy "127.0.0.1:$(free_port)" --dns "127.0.0.1:$(free_port)" --audit "$T/x.jsonl"
 expect_rc 2 "config error exits 2"
 expect_eq "$(grep -cE "^$T/bad.yaml:4:[0-9]+: " <<<"$ERR")" 1 "config error names FILE:LINE:COL"
 

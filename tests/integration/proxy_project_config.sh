@@ -57,7 +57,7 @@ run pcurl -o /dev/null -w '%{http_code}' "http://dns.google/resolve?name=x"
 expect_eq "$OUT" 403 "blockDohProviders: false from the project file is not taken"
 expect_eq "$(audit_last '.event == "http" and .host == "dns.google"' | jq -r .rule)" doh-provider \
     "DoH provider blocked by the built-in list"
-[ -e "$T/elsewhere.jsonl" ] && bad "audit.path of the project file was used" || ok
+if [ -e "$T/elsewhere.jsonl" ]; then bad "audit.path of the project file was used"; else ok; fi
 
 # --- every ignored key: a warning and a policy event with its line ---
 for kl in network.inheritGlobal:4 network.allowlist:5 network.passthrough:6 \

@@ -26,8 +26,10 @@ if [ "${1:-}" != "--inside" ]; then
 	exit $?
 fi
 
+# shellcheck source=lib.sh
 . "$SRC_DIR/tests/integration/lib.sh"
-. "$SRC_DIR/tests/lib/pki.sh"
+# shellcheck source=../lib/sh/pki.sh
+. "$SRC_DIR/tests/lib/sh/pki.sh"
 READER="$SRC_DIR/tests/integration/slowreader.py"
 
 expect_eq "$(sysctl -n net.ipv4.tcp_wmem | tr -s '\t ' ' ')" "4096 16384 16384" \

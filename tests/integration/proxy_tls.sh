@@ -20,6 +20,7 @@
 # upstream trust store is refused (or, when only parsing finds it, fails
 # every upstream handshake).
 # Binding port 443 needs root.
+# shellcheck source=lib.sh
 . "$SRC_DIR/tests/integration/lib.sh"
 
 if [ "$(id -u)" -ne 0 ]; then
@@ -52,10 +53,10 @@ mkca rogueca
 mkleaf good testca "DNS:origin.test,DNS:pass.test,DNS:allowed.test,DNS:gql.test"
 mkleaf wrong testca "DNS:other.test"
 mkleaf rogue rogueca "DNS:rogue.test"
-[ -s "$P/good.pem" ] && [ -s "$P/wrong.pem" ] && [ -s "$P/rogue.pem" ] || {
+if [ ! -s "$P/good.pem" ] || [ ! -s "$P/wrong.pem" ] || [ ! -s "$P/rogue.pem" ]; then
 	echo "cannot make the test PKI" >&2
 	exit 1
-}
+fi
 
 start_origin --bind "$GOOD" --tls-cert "$P/good.pem" --tls-key "$P/good.key" \
     --tls-port 443 --tls-port-file "$T/origin.tls" \
@@ -82,10 +83,10 @@ done
 python3 "$ORIGIN_PY" --log "$T/alt.jsonl" --bind "$GOOD" --parent $$ --port-file "$T/alt.port" \
     --tls-cert "$P/good.pem" --tls-key "$P/good.key" --tls-port-file "$T/alt.tls" >"$T/alt.out" 2>&1 &
 track_pid $!
-wait_file "$T/alt.tls" 10 && wait_file "$T/alt.port" 10 || {
+if ! wait_file "$T/alt.tls" 10 || ! wait_file "$T/alt.port" 10; then
 	echo "origin alt did not start: $(cat "$T/alt.out")" >&2
 	exit 1
-}
+fi
 ALT=$(cat "$T/alt.tls") ALT_PLAIN=$(cat "$T/alt.port")
 # Two upstreams that fail the TLS handshake, on the good address: one
 # answers a ClientHello with an SSH banner, one closes the connection.
@@ -239,7 +240,7 @@ for i in $(seq 1 19); do
 	reqs="${reqs}GET /hello?n=$i HTTP/1.1\r\nHost: origin.test\r\n\r\n"
 done
 reqs="${reqs}GET /hello?n=20 HTTP/1.1\r\nHost: origin.test\r\nConnection: close\r\n\r\n"
-printf "$reqs" >"$T/pipelined"
+printf '%b' "$reqs" >"$T/pipelined"
 run timeout 20 openssl s_client -quiet -proxy "127.0.0.1:$EG_PORT" -connect origin.test:443 \
     -servername origin.test -CAfile "$EGCA" -verify_return_error -ign_eof <"$T/pipelined"
 expect_eq "$(printf '%s\n' "$OUT" | grep -c 'hello from origin')" 20 \
@@ -294,7 +295,7 @@ expect_eq "$(jq -c 'select(.method)' "$T/rogue.jsonl" | wc -l)" 0 "no request re
 
 # --- a client that does not trust the run CA ---
 run pcurl --cacert "$P/testca.pem" -o /dev/null https://origin.test/hello
-[ "$RC" -ne 0 ] && ok || bad "a client without the run CA must refuse our leaf"
+if [ "$RC" -ne 0 ]; then ok; else bad "a client without the run CA must refuse our leaf"; fi
 sleep 0.2
 line=$(audit_last '.event == "tls" and .host == "origin.test" and .hint != null')
 expect_contains "$line" "$EGCA" "tls audit event hints at the CA file"
@@ -308,7 +309,7 @@ expect_eq "$(printf '%s' "$line" | jq -r .error)" \
 # --- SNI that differs from the CONNECT host ---
 run timeout 20 openssl s_client -proxy "127.0.0.1:$EG_PORT" -connect origin.test:443 \
     -servername evil.test -CAfile "$EGCA" </dev/null
-[ "$RC" -ne 0 ] && ok || bad "a handshake with SNI evil.test inside CONNECT origin.test must fail"
+if [ "$RC" -ne 0 ]; then ok; else bad "a handshake with SNI evil.test inside CONNECT origin.test must fail"; fi
 sleep 0.2
 expect_eq "$(audit_last '.rule == "sni-mismatch"' | jq -r '[.event, .host, .sni, .action, .tls] | @tsv')" \
     "connect	origin.test	evil.test	block	intercept" "SNI mismatch audited on the CONNECT"
@@ -327,7 +328,7 @@ expect_eq "$(suite_with -ciphersuites TLS_CHACHA20_POLY1305_SHA256:TLS_AES_128_G
 expect_eq "$(suite_with -tls1_2)" ECDHE-ECDSA-AES128-GCM-SHA256 "TLS 1.2: ECDHE-ECDSA with AES-128-GCM"
 run timeout 20 openssl s_client -brief -proxy "127.0.0.1:$EG_PORT" -connect origin.test:443 \
     -servername origin.test -CAfile "$EGCA" -tls1_2 -cipher 'AES128-SHA:ECDHE-ECDSA-AES128-SHA' </dev/null
-[ "$RC" -ne 0 ] && ok || bad "a TLS 1.2 client offering only CBC suites must be refused"
+if [ "$RC" -ne 0 ]; then ok; else bad "a TLS 1.2 client offering only CBC suites must be refused"; fi
 
 # --- the leaf: for the host, signed by the run CA, verifiable ---
 timeout 20 openssl s_client -proxy "127.0.0.1:$EG_PORT" -connect origin.test:443 \
@@ -335,13 +336,13 @@ timeout 20 openssl s_client -proxy "127.0.0.1:$EG_PORT" -connect origin.test:443
 run openssl verify -CAfile "$EGCA" -verify_hostname origin.test "$T/leaf.pem"
 expect_rc 0 "leaf verifies against the run CA for origin.test"
 run openssl verify -CAfile "$EGCA" -verify_hostname other.test "$T/leaf.pem"
-[ "$RC" -ne 0 ] && ok || bad "the leaf must not verify for another name"
+if [ "$RC" -ne 0 ]; then ok; else bad "the leaf must not verify for another name"; fi
 
 # --- passthrough: the client sees the origin's own certificate ---
 run pcurl --cacert "$P/testca.pem" -o /dev/null -w '%{http_code}' https://pass.test/hello
 expect_eq "$OUT" 200 "passthrough host reached with the origin's own certificate"
 run pcurl --cacert "$EGCA" -o /dev/null https://pass.test/hello
-[ "$RC" -ne 0 ] && ok || bad "a passthrough host must not be served with our leaf"
+if [ "$RC" -ne 0 ]; then ok; else bad "a passthrough host must not be served with our leaf"; fi
 sleep 0.2
 expect_eq "$(audit_last '.event == "connect" and .host == "pass.test"' | jq -r '[.action, .tls] | @tsv')" \
     "allow	passthrough" "passthrough audited"
@@ -357,7 +358,7 @@ before=$(origin_count 'select(.target == "/hello")')
 printf 'GET /hello HTTP/1.1\r\nHost: origin.test\r\nConnection: close\r\n\r\n' >"$T/front.req"
 run timeout 20 openssl s_client -quiet -proxy "127.0.0.1:$EG_PORT" -connect pass.test:443 \
     -servername origin.test -CAfile "$P/testca.pem" -ign_eof <"$T/front.req"
-[ "$RC" -ne 0 ] && ok || bad "a passthrough tunnel whose SNI names another host must be cut ($OUT)"
+if [ "$RC" -ne 0 ]; then ok; else bad "a passthrough tunnel whose SNI names another host must be cut ($OUT)"; fi
 expect_eq "$(printf '%s' "$OUT" | grep -c 'hello from origin')" 0 "no answer came through it"
 expect_eq "$(origin_count 'select(.target == "/hello")')" "$before" "nothing reached the origin"
 sleep 0.2
@@ -374,7 +375,7 @@ expect_eq "$(audit_last '.event == "connect" and .host == "pass.test"' | jq -r '
     "allow	passthrough	-" "and is audited without sni"
 # Bytes that are not TLS: a passthrough tunnel carries TLS only.
 run pcurl -p -o /dev/null http://pass.test:443/hello
-[ "$RC" -ne 0 ] && ok || bad "plain HTTP inside a passthrough tunnel must be cut"
+if [ "$RC" -ne 0 ]; then ok; else bad "plain HTTP inside a passthrough tunnel must be cut"; fi
 sleep 0.2
 expect_eq "$(audit_last '.event == "connect" and .host == "pass.test"' | jq -r '[.action, .rule, .tls] | @tsv')" \
     "block	not-tls	passthrough" "plain HTTP in a passthrough tunnel audited"
@@ -415,7 +416,7 @@ expect_contains "$(cat "$T/body")" "certificate verify failed" "and the 502 says
 # HTTP server listens: cut, audited, never relayed.
 before=$(jq -c 'select(.target == "/hello")' "$T/alt.jsonl" | wc -l)
 run pcurl -p -o /dev/null "http://origin.test:$ALT_PLAIN/hello"
-[ "$RC" -ne 0 ] && ok || bad "plain HTTP inside a CONNECT to an unlisted host must be cut"
+if [ "$RC" -ne 0 ]; then ok; else bad "plain HTTP inside a CONNECT to an unlisted host must be cut"; fi
 expect_eq "$(jq -c 'select(.target == "/hello")' "$T/alt.jsonl" | wc -l)" "$before" "it never reached the HTTP server"
 sleep 0.2
 OUT=$(audit_last ".event == \"connect\" and .port == $ALT_PLAIN")
@@ -475,8 +476,8 @@ for f in "$EGCA" "$EGB" "$EG_AUDIT"; do
 	if grep -q 'PRIVATE KEY' "$f"; then bad "$f holds a private key"; else ok; fi
 done
 expect_eq "$(grep -c 'BEGIN CERTIFICATE' "$EGCA")" 1 "--ca-out holds one certificate"
-[ "$(grep -c 'BEGIN CERTIFICATE' "$EGB")" -gt 1 ] && ok || bad "--ca-bundle-out holds the system store too"
-tail -n 30 "$EGB" | grep -q "$(sed -n 2p "$EGCA")" && ok || bad "bundle ends with the run CA"
+if [ "$(grep -c 'BEGIN CERTIFICATE' "$EGB")" -gt 1 ]; then ok; else bad "--ca-bundle-out holds the system store too"; fi
+if tail -n 30 "$EGB" | grep -q "$(sed -n 2p "$EGCA")"; then ok; else bad "bundle ends with the run CA"; fi
 if tr '\0' '\n' <"/proc/$EG_PID/environ" | grep -qi 'PRIVATE'; then bad "key in environment"; else ok; fi
 if tr '\0' ' ' <"/proc/$EG_PID/cmdline" | grep -qi 'PRIVATE\|\.key'; then bad "key in arguments"; else ok; fi
 expect_eq "$(awk '/Max core file size/ {print $5}' "/proc/$EG_PID/limits")" 0 "core dumps are off"
@@ -499,14 +500,14 @@ expect_eq "$EXIT_RC" 0 "egressd exits 0 on SIGTERM ($(tail -n 3 "$EG_ERR"))"
 # --- without --ca-out: a per-run file, printed, removed at exit ---
 start_egressd --config "$T/policy.yaml" --upstream-dns "$ORIGIN_DNS" --upstream-ca "$P/testca.pem" || exit 1
 ca=$(sed -n 's/^egressd: HTTPS is intercepted with the CA in //p' "$EG_ERR")
-[ -n "$ca" ] && [ -s "$ca" ] && ok || bad "egressd prints where the per-run CA is ($(cat "$EG_ERR"))"
+if [ -n "$ca" ] && [ -s "$ca" ]; then ok; else bad "egressd prints where the per-run CA is ($(cat "$EG_ERR"))"; fi
 expect_contains "$(cat "$EG_ERR")" "export NODE_EXTRA_CA_CERTS=$ca" "and the lines to trust it"
 if grep -q 'PRIVATE KEY' "$(dirname "$ca")"/*; then bad "per-run dir holds a key"; else ok; fi
 run pcurl --cacert "$ca" -o /dev/null -w '%{http_code}' https://origin.test/hello
 expect_eq "$OUT" 200 "the per-run CA file is the one egressd signs with"
 stop_egressd
 expect_eq "$EXIT_RC" 0 "egressd exits 0 on SIGTERM ($(tail -n 3 "$EG_ERR"))"
-[ ! -e "$ca" ] && ok || bad "the per-run CA file is removed at exit"
+if [ ! -e "$ca" ]; then ok; else bad "the per-run CA file is removed at exit"; fi
 
 # --- --system-ca: the store for upstream verification and the head of the bundle ---
 start_egressd --config "$T/policy.yaml" --upstream-dns "$ORIGIN_DNS" --system-ca "$P/testca.pem" \
@@ -524,7 +525,7 @@ stop_egressd
 printf 'not a certificate\n' >"$T/bad-store.pem"
 run "$EGRESSD" --proxy "127.0.0.1:$(free_port)" --dns "127.0.0.1:$(free_port)" --audit "$T/x.jsonl" \
     --upstream-ca "$T/bad-store.pem"
-[ "$RC" -ne 0 ] && ok || bad "a trust store without a certificate must be refused at start"
+if [ "$RC" -ne 0 ]; then ok; else bad "a trust store without a certificate must be refused at start"; fi
 expect_contains "$ERR" "cannot load the upstream trust store $T/bad-store.pem" "the refusal names the store"
 printf -- '-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n' >"$T/corrupt-store.pem"
 start_egressd --config "$T/policy.yaml" --upstream-dns "$ORIGIN_DNS" --upstream-ca "$T/corrupt-store.pem" \
@@ -556,10 +557,10 @@ expect_eq "$(openssl x509 -in "$T/dev-out.pem" -noout -fingerprint)" \
     "$(openssl x509 -in "$P/dev.pem" -noout -fingerprint)" "--ca-out exports the persistent CA"
 stop_egressd
 chmod 644 "$P/dev.key"
-run "$EGRESSD" --proxy "127.0.0.1:$(free_port)" --audit "$T/x.jsonl" --ca-cert "$P/dev.pem" --ca-key "$P/dev.key"
-[ "$RC" -ne 0 ] && ok || bad "a CA key readable by others must be refused"
+run "$EGRESSD" --proxy "127.0.0.1:$(free_port)" --dns "127.0.0.1:$(free_port)" --audit "$T/x.jsonl" --ca-cert "$P/dev.pem" --ca-key "$P/dev.key"
+if [ "$RC" -ne 0 ]; then ok; else bad "a CA key readable by others must be refused"; fi
 expect_contains "$ERR" "chmod 600" "the refusal says how to fix it"
-run "$EGRESSD" --proxy "127.0.0.1:$(free_port)" --audit "$T/x.jsonl" --ca-cert "$P/dev.pem"
-[ "$RC" -ne 0 ] && ok || bad "--ca-cert without --ca-key must be refused"
+run "$EGRESSD" --proxy "127.0.0.1:$(free_port)" --dns "127.0.0.1:$(free_port)" --audit "$T/x.jsonl" --ca-cert "$P/dev.pem"
+if [ "$RC" -ne 0 ]; then ok; else bad "--ca-cert without --ca-key must be refused"; fi
 
 finish

@@ -18,8 +18,10 @@
 # onViolation: flag lets a plain WebSocket and a mutation through, flagged;
 # and the same inside an intercepted wss:// connection.
 # Needs root: the HTTPS origin listens on port 443 of a loopback address.
+# shellcheck source=lib.sh
 . "$SRC_DIR/tests/integration/lib.sh"
-. "$SRC_DIR/tests/lib/pki.sh"
+# shellcheck source=../lib/sh/pki.sh
+. "$SRC_DIR/tests/lib/sh/pki.sh"
 
 if [ "$(id -u)" -ne 0 ]; then
 	echo "proxy_websocket needs root: its origin listens on port 443 of a loopback address" >&2

@@ -22,7 +22,6 @@ import argparse
 import socket
 import ssl
 import struct
-import sys
 import time
 import urllib.parse
 

@@ -10,7 +10,7 @@
 # egressd's lines to paste are not printed (sandbox-init set all of it).
 . "$(dirname "$0")/lib.sh"
 
-lib_net_up || { bad "namespaces"; finish; exit 1; }
+lib_net_up || { bad "namespaces"; finish; }
 
 # --- descriptors ---
 lib_policy strict
@@ -29,9 +29,9 @@ while [ ! -e "$MARK.seen" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
 EOT
 chmod 755 "$T/fds.sh"
 (
-	for i in $(seq 200); do [ -e "$T/w/mark" ] && break; sleep 0.1; done
+	for _ in $(seq 200); do [ -e "$T/w/mark" ] && break; sleep 0.1; done
 	pid=$(pgrep -u "$EG_UID" -x egressd | head -1)
-	for f in /proc/$pid/fd/*; do readlink "$f"; done >"$T/egressd-fds"
+	for f in "/proc/$pid/fd"/*; do readlink "$f"; done >"$T/egressd-fds"
 	touch "$T/w/mark.seen"
 ) &
 CHECKER=$!
@@ -58,6 +58,7 @@ network:
 EOT
 chmod 644 "$T/noaudit.yaml"
 mkdir -m 755 "$T/logs"
+# shellcheck disable=SC2016 # the payload's shell expands it
 PAYLOAD='echo "netmode=$OPENCODE_SANDBOX_NETWORK_MODE"; curl -s -o /dev/null --max-time 8 http://allowed.test/'
 box_init --global-config "$T/noaudit.yaml" --log-dir "$T/logs" -- /bin/sh -c "$PAYLOAD"
 expect_eq "$RC" 0 "practical run without audit.path"

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared helpers for the network-namespace tests: two namespaces joined by
 # a veth pair, "internet" (198.18.0.1, 2001:2::1, running inet.py) and
 # "sandbox" (198.18.0.2, 2001:2::2, default route to the internet), throwaway
@@ -12,8 +13,10 @@ SANDBOX_INIT="$BUILD_DIR/sandbox-init"
 EGRESSD="$BUILD_DIR/egressd"
 export PYTHONDONTWRITEBYTECODE=1
 
-. "$SRC_DIR/tests/lib/expect.sh"
-. "$SRC_DIR/tests/lib/pki.sh"
+# shellcheck source=../lib/sh/expect.sh
+. "$SRC_DIR/tests/lib/sh/expect.sh"
+# shellcheck source=../lib/sh/pki.sh
+. "$SRC_DIR/tests/lib/sh/pki.sh"
 [ "$(id -u)" -eq 0 ] || skip "needs root (network namespaces, nftables)"
 for tool in ip nft python3 curl setpriv; do
 	command -v "$tool" >/dev/null || skip "needs $tool"
@@ -57,7 +60,9 @@ lib_user() { # lib_user NAME
 }
 EG_USER="egt$ID"
 BOX_USER="ebt$ID"
-lib_user "$EG_USER" && lib_user "$BOX_USER" || skip "cannot create test users (useradd)"
+if ! lib_user "$EG_USER" || ! lib_user "$BOX_USER"; then
+	skip "cannot create test users (useradd)"
+fi
 EG_UID=$(id -u "$EG_USER")
 BOX_UID=$(id -u "$BOX_USER")
 
@@ -91,11 +96,11 @@ lib_net_up() {
 	mkdir -p "/etc/netns/$NS_BOX"
 	echo "nameserver 198.18.0.1" >"/etc/netns/$NS_BOX/resolv.conf"
 	lib_test_ca || return 1
-	in_inet python3 "$SRC_DIR/tests/netns/inet.py" --lifetime 600 \
+	in_inet python3 "$SRC_DIR/tests/lib/py/inet.py" --lifetime 600 \
 		--tls-cert "$T/origin.pem" --tls-key "$T/origin.key" >"$T/inet.log" 2>&1 &
 	LIB_PIDS="$LIB_PIDS $!"
-	local i
-	for i in $(seq 50); do
+	local _
+	for _ in $(seq 50); do
 		grep -q ready "$T/inet.log" 2>/dev/null && return 0
 		sleep 0.1
 	done
@@ -123,14 +128,17 @@ EOT
 egressd_has() { "$EGRESSD" --help 2>&1 | grep -q -- "$1"; }
 
 # box_init ARGS... -- CMD...: sandbox-init in the sandbox namespace with the
-# test users, run dir and policy; stdout in $T/out, stderr in $T/err, RC set.
+# test users, run dir and policy; stdout in $T/out and $OUT, stderr in
+# $T/err and $ERR, status in $RC.
+# shellcheck disable=SC2034 # RC, OUT and ERR are for the caller
 box_init() {
+	local up=()
+	egressd_has --upstream-ca && up=(--egressd-arg=--upstream-ca="$T/testca.pem")
 	echo "nameserver 198.18.0.1" >"/etc/netns/$NS_BOX/resolv.conf"
 	in_box timeout 90 "$SANDBOX_INIT" --egressd "$EGRESSD" --user "$BOX_UID" \
 		--egress-user "$EG_UID" --run-dir "$T/run" --global-config "$T/policy.yaml" \
 		--project-config none --resolv-conf /etc/resolv.conf --trust-store none \
-		$(egressd_has --upstream-ca && echo --egressd-arg=--upstream-ca="$T/testca.pem") "$@" \
-		>"$T/out" 2>"$T/err"
+		"${up[@]+"${up[@]}"}" "$@" >"$T/out" 2>"$T/err"
 	RC=$?
 	OUT=$(cat "$T/out")
 	ERR=$(cat "$T/err")

@@ -5,7 +5,7 @@
 # "absent"), and in practical mode the selftest fails, naming the open doors.
 . "$(dirname "$0")/lib.sh"
 
-lib_net_up || { bad "namespaces"; finish; exit 1; }
+lib_net_up || { bad "namespaces"; finish; }
 lib_policy strict
 PROBES=(--probe-addr 198.18.0.1 --probe-addr6 2001:2::1 --probe-host sidedoor.test
 	--probe-doh https://blocked.test/dns-query --probe-https https://allowed.test/)
@@ -41,6 +41,7 @@ ev '(.event == "http" or .event == "tcp") and .host == "2001:2::1" and .port == 
 ev '.event == "dns" and .qname == "sidedoor.test"' \
 	"selftest tcp-name and dns-direct: the name is in the audit (resolver)"
 for door in "udp 7 udp" "udp 443 quic" "tcp 853 dns-over-tls"; do
+	# shellcheck disable=SC2086 # split "PROTO PORT NAME" into $1 $2 $3
 	set -- $door
 	ev ".event == \"packet\" and .proto == \"$1\" and .port == $2 and .host == \"198.18.0.1\" and
 		.uid == $BOX_UID and .rule == \"strict-drop\"" "selftest $3: the dropped packet is in the audit"

@@ -6,14 +6,14 @@
 # PID namespace, the way the image runs it.
 . "$(dirname "$0")/lib.sh"
 
-lib_net_up || { bad "namespaces"; finish; exit 1; }
+lib_net_up || { bad "namespaces"; finish; }
 lib_policy practical
 
 START=$(date +%s)
 box_init -- /bin/sh -c 'exit 42'
 expect_eq "$RC" 42 "exit status propagates"
 expect_absent "$ERR" "did not stop in time" "egressd stops on SIGTERM when CMD ends"
-[ $(($(date +%s) - START)) -lt 10 ] && ok || bad "a run of a trivial CMD took 10 s or more"
+if [ $(($(date +%s) - START)) -lt 10 ]; then ok; else bad "a run of a trivial CMD took 10 s or more"; fi
 box_init -- /bin/sh -c 'kill -KILL $$'
 expect_eq "$RC" 137 "killed by SIGKILL: 128+9"
 box_init -- /nonexistent/cmd
@@ -37,7 +37,7 @@ box_sig() {
 		--egress-user "$EG_UID" --run-dir "$T/run" --global-config "$T/policy.yaml" \
 		--project-config none --trust-store none "$@" >"$T/out" 2>"$T/err" &
 	INIT=$!
-	for i in $(seq 100); do [ -e "$T/w/mark" ] && break; sleep 0.1; done
+	for _ in $(seq 100); do [ -e "$T/w/mark" ] && break; sleep 0.1; done
 }
 box_sig -- env MARK="$T/w/mark" /bin/sh "$T/payload.sh"
 SI=$(pgrep -P "$INIT" -x sandbox-init || pgrep -P "$(pgrep -P "$INIT" | head -1)" -x sandbox-init)
@@ -69,6 +69,7 @@ expect_eq "$RC" 0 "orphan payload exit status"
 expect_contains "$OUT" "zombies=0" "orphans reaped: no zombie under sandbox-init"
 
 # As PID 1 of a new PID namespace (the image's situation).
+# shellcheck disable=SC2016 # the payload's shell expands it
 in_box timeout 60 unshare --pid --fork --mount-proc "$SANDBOX_INIT" --egressd "$EGRESSD" \
 	--user "$BOX_UID" --egress-user "$EG_UID" --run-dir "$T/run" \
 	--global-config "$T/policy.yaml" --project-config none --trust-store none \

@@ -11,7 +11,7 @@
 # and report PENDING until egressd has those listeners.
 . "$(dirname "$0")/lib.sh"
 
-lib_net_up || { bad "namespaces"; finish; exit 1; }
+lib_net_up || { bad "namespaces"; finish; }
 lib_policy strict
 
 cat >"$T/payload.sh" <<'EOT'
@@ -193,8 +193,9 @@ ev = json.loads(sys.stdin.read() or "{}")
 ts = datetime.datetime.strptime(ev.get("ts", "1970-01-01T00:00:00.000Z"), "%Y-%m-%dT%H:%M:%S.%fZ")
 ms = int(ts.replace(tzinfo=datetime.timezone.utc).timestamp() * 1000)
 print(ms - int(sys.argv[1]))' "$SENT")
-[ -n "$SENT" ] && [ "$LAG" -ge -50 ] && [ "$LAG" -lt 400 ] && ok ||
+if [ -n "$SENT" ] && [ "$LAG" -ge -50 ] && [ "$LAG" -lt 400 ]; then ok; else
 	bad "the packet event is stamped when the packet was dropped: ${LAG} ms after the send"
+fi
 
 # egressd dies while the payload runs: no network, then the payload is stopped.
 cat >"$T/payload2.sh" <<'EOT'
@@ -215,7 +216,7 @@ echo not-stopped
 EOT
 chmod 755 "$T/payload2.sh"
 (
-	for i in $(seq 100); do [ -e "$T/w/mark" ] && break; sleep 0.1; done
+	for _ in $(seq 100); do [ -e "$T/w/mark" ] && break; sleep 0.1; done
 	sleep 0.5
 	pkill -KILL -u "$EG_UID" -x egressd
 	touch "$T/w/mark.dead"

@@ -27,6 +27,7 @@ if [ -z "${IN_NETNS:-}" ]; then
 	exit $rc
 fi
 
+# shellcheck source=../integration/lib.sh
 . "$SRC_DIR/tests/integration/lib.sh"
 
 ip link set lo up
@@ -83,6 +84,7 @@ as_payload() {
 	env -u http_proxy -u HTTP_PROXY -u https_proxy -u HTTPS_PROXY -u ALL_PROXY -u all_proxy \
 	    setpriv --reuid=65534 --regid=65534 --clear-groups "$@"
 }
+# shellcheck disable=SC2317 # called through run
 pay_curl() { as_payload curl -sS --max-time 20 --cacert "$T/eg-ca.pem" "$@"; }
 
 # --- HTTPS by SNI, intercepted ---
@@ -106,7 +108,7 @@ expect_eq "$(audit_last '.event == "http" and .path == "/hello"' | jq -r .addr)"
 
 # --- no SNI: decided by the original address ---
 run pay_curl -o /dev/null -w '%{http_code}' -k https://198.18.0.99/hello
-[ "$RC" -ne 0 ] && ok || bad "TLS without SNI to an address that is not allowlisted must fail"
+if [ "$RC" -ne 0 ]; then ok; else bad "TLS without SNI to an address that is not allowlisted must fail"; fi
 sleep 0.2
 expect_eq "$(audit_last '.event == "connect" and .host == "198.18.0.99"' | jq -r '[.action, .port] | @tsv')" \
     "block	443" "address-only TLS audited as blocked"
@@ -142,14 +144,14 @@ s = socket.create_connection(("198.18.0.97", 2222), timeout=8)
 print("cut" if s.recv(1) == b"" else "data")' >"$T/silent.out" 2>&1
 took=$(($(now_ms) - t0))
 expect_eq "$(cat "$T/silent.out")" cut "a silent redirected connection is cut"
-[ "$took" -ge 1500 ] && [ "$took" -lt 6000 ] && ok || bad "cut after ${took} ms, want the 2 s header timeout"
+if [ "$took" -ge 1500 ] && [ "$took" -lt 6000 ]; then ok; else bad "cut after ${took} ms, want the 2 s header timeout"; fi
 expect_eq "$(audit_last '.event == "tcp" and .host == "198.18.0.97"' | jq -r '[.action, .rule, .port, .error] | @tsv')" \
     "block	client-silent	2222	redirected client sent nothing in time" \
     "a redirected connection cut at the header timeout is audited"
 
 # --- a direct connection to the transparent port is refused ---
 run curl -sS --max-time 5 "http://127.0.0.1:$TP/hello"
-[ "$RC" -ne 0 ] && ok || bad "a connection that was not redirected must be refused"
+if [ "$RC" -ne 0 ]; then ok; else bad "a connection that was not redirected must be refused"; fi
 expect_contains "$(cat "$EG_ERR")" "not redirected" "and logged as such"
 sleep 0.2
 expect_eq "$(audit_last '.event == "tcp" and .rule == "not-redirected"' | jq -r '[.action, .source, .error, (.host // "-")] | @tsv')" \
@@ -166,7 +168,7 @@ chmod 644 "$T/eg-ca.pem"
 run pay_curl -o /dev/null -w '%{http_code}' --resolve origin.test:443:198.18.0.10 https://origin.test/hello
 expect_eq "$OUT" 200 "strict: allowlisted name through the redirect"
 run pay_curl -o /dev/null -w '%{http_code}' --resolve blocked.test:443:198.18.0.10 https://blocked.test/hello
-[ "$RC" -ne 0 ] && ok || bad "strict: a name off the allowlist must not connect"
+if [ "$RC" -ne 0 ]; then ok; else bad "strict: a name off the allowlist must not connect"; fi
 sleep 0.2
 expect_eq "$(audit_last '.event == "connect" and .host == "blocked.test"' | jq -r '[.action, .rule] | @tsv')" \
     "block	strict-default-deny" "strict: blocked name audited"

@@ -4,9 +4,7 @@
  * the input with every byte outside a well-formed UTF-8 sequence replaced
  * by U+FFFD. The expectation comes from a reference decoder written from
  * the Unicode Standard's table of well-formed byte sequences, checked
- * exhaustively for one and two bytes and by sampling beyond. Also the
- * RFC 9110 tchar and token checks that the HTTP parsers share, for every
- * byte against the grammar's own list.
+ * exhaustively for one and two bytes and by sampling beyond.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -411,41 +409,15 @@ test_every_offset(void **state)
 	buf_free(&want);
 }
 
-/* RFC 9110 §5.6.2: tchar = "!" / "#" / "$" / "%" / "&" / "'" / "*" / "+" / "-" / "." /
- * "^" / "_" / "`" / "|" / "~" / DIGIT / ALPHA. */
-static void
-test_tchar(void **state)
-{
-	const char *extra = "!#$%&'*+-.^_`|~";
-	char one[1];
-	int c, want;
-
-	(void)state;
-	for (c = -1; c <= 256; c++) {
-		want = c > 0 && c < 128 &&
-		       ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') ||
-		        (c >= 'A' && c <= 'Z') || strchr(extra, c) != NULL);
-		if (http_tchar(c) != want)
-			fail_msg("http_tchar(%d) = %d, want %d", c, http_tchar(c), want);
-		if (c >= 0 && c < 256) {
-			one[0] = (char)c;
-			assert_int_equal(http_token(one, 1), want);
-		}
-	}
-	assert_true(http_token("Content-Length", 14));
-	assert_false(http_token("Content Length", 14));
-	assert_false(http_token("", 0));
-}
-
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_ascii_text),  cmocka_unit_test(test_every_byte),
-	    cmocka_unit_test(test_every_pair),  cmocka_unit_test(test_long_sequences),
-	    cmocka_unit_test(test_named_cases), cmocka_unit_test(test_lengths),
-	    cmocka_unit_test(test_escape_str),  cmocka_unit_test(test_random),
-	    cmocka_unit_test(test_tchar),       cmocka_unit_test(test_every_offset),
+	    cmocka_unit_test(test_ascii_text),   cmocka_unit_test(test_every_byte),
+	    cmocka_unit_test(test_every_pair),   cmocka_unit_test(test_long_sequences),
+	    cmocka_unit_test(test_named_cases),  cmocka_unit_test(test_lengths),
+	    cmocka_unit_test(test_escape_str),   cmocka_unit_test(test_random),
+	    cmocka_unit_test(test_every_offset),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

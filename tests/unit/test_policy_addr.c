@@ -15,9 +15,8 @@
 
 #include <cmocka.h>
 
-#include "policy.h"
-
-#define SPECIAL_TSV TEST_DATA_DIR "/addr_special.tsv"
+#include "policy_int.h"
+#include "tsv.h"
 
 struct parse_case {
 	const char *in;
@@ -275,37 +274,27 @@ test_addr_unmap(void **state)
 static void
 test_addr_special_table(void **state)
 {
-	char line[256], *p, *text, *want;
-	unsigned lineno = 0, cases = 0, failed = 0;
+	char **f, *text, *want;
+	unsigned failed = 0;
 	const char *got;
 	struct addr a;
-	FILE *fp;
+	struct tsv t;
 
-	fp = fopen(SPECIAL_TSV, "r");
-	assert_non_null(fp);
-	while (fgets(line, sizeof line, fp) != NULL) {
-		lineno++;
-		if (line[0] == '#' || line[0] == '\n')
-			continue;
-		line[strcspn(line, "\n")] = '\0';
-		p = line;
-		text = strsep(&p, "\t");
-		want = strsep(&p, "\t");
-		assert_non_null(want);
-		assert_null(p);
+	tsv_open(&t, "addr_special.tsv", 2, 2);
+	while ((f = tsv_next(&t)) != NULL) {
+		text = f[0];
+		want = f[1];
 		assert_null(addr_parse(text, &a));
-		cases++;
 		got = addr_special(&a);
 		if (strcmp(got != NULL ? got : "-", want) != 0 ||
 		    addr_is_metadata(&a) != (strcmp(want, "metadata") == 0)) {
-			fprintf(stderr, "addr_special.tsv:%u: %s: got %s, want %s\n", lineno, text,
-			        got != NULL ? got : "-", want);
+			fprintf(stderr, "addr_special.tsv:%u: %s: got %s, want %s\n", t.lineno,
+			        text, got != NULL ? got : "-", want);
 			failed++;
 		}
 	}
-	fclose(fp);
 	assert_int_equal(failed, 0);
-	assert_true(cases >= 60);
+	assert_true(t.rows >= 60);
 }
 
 /* An address of neither family is never taken for a reachable one. */

@@ -17,7 +17,7 @@
 
 #include <sys/stat.h>
 
-#include "policy.h"
+#include "config_int.h"
 
 #define CONFIG_DIR TEST_DATA_DIR "/config"
 

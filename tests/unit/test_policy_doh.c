@@ -18,7 +18,7 @@
 
 #include <cmocka.h>
 
-#include "policy.h"
+#include "policy_int.h"
 
 static struct policy *
 doh_policy_lists(const char *allow, const char *block, const char *extra)
@@ -131,7 +131,7 @@ test_doh_decide(void **state)
 			         doh_cases[i].rule);
 		if (strcmp(d.rule, "doh-provider") == 0) {
 			assert_string_equal(d.source, "builtin");
-			assert_string_equal(d.list, "doh");
+			assert_string_equal(policy_list_name(d.list), "doh");
 			assert_non_null(strstr(d.reason, "blockDohProviders"));
 		}
 	}

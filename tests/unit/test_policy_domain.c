@@ -13,28 +13,9 @@
 
 #include <cmocka.h>
 
-#include "policy.h"
+#include "policy_int.h"
 #include "test_rng.h"
-
-#define TSV_MAX_FIELDS 4
-
-/* Splits a line at tabs; returns the number of fields. */
-static int
-tsv_split(char *line, char **fields)
-{
-	int n = 0;
-
-	line[strcspn(line, "\r\n")] = '\0';
-	if (line[0] == '#' || line[0] == '\0')
-		return 0;
-	while (n < TSV_MAX_FIELDS) {
-		fields[n++] = line;
-		if ((line = strchr(line, '\t')) == NULL)
-			break;
-		*line++ = '\0';
-	}
-	return n;
-}
+#include "tsv.h"
 
 static int
 parse_flags(const char *s)
@@ -46,37 +27,6 @@ parse_flags(const char *s)
 	if (strstr(s, "noaddr") != NULL)
 		flags |= DOMAIN_F_NO_ADDR;
 	return flags;
-}
-
-/* "\xHH" escapes and "<empty>"; returns the decoded length. */
-static size_t
-decode(const char *in, char *out)
-{
-	size_t n = 0;
-	unsigned v;
-
-	if (strcmp(in, "<empty>") == 0)
-		return 0;
-	while (*in != '\0') {
-		if (in[0] == '\\' && in[1] == 'x' && sscanf(in + 2, "%2x", &v) == 1) {
-			out[n++] = (char)v;
-			in += 4;
-		} else
-			out[n++] = *in++;
-	}
-	return n;
-}
-
-static FILE *
-open_data(const char *name)
-{
-	char path[1024];
-	FILE *f;
-
-	snprintf(path, sizeof path, "%s/%s", TEST_DATA_DIR, name);
-	f = fopen(path, "r");
-	assert_non_null(f);
-	return f;
 }
 
 /* Adds one table entry: "||name^" as a tree, anything else as written. */
@@ -125,43 +75,32 @@ check_match_row(char **f, unsigned lineno)
 static void
 test_domain_table(void **state)
 {
-	char line[4096], *f[TSV_MAX_FIELDS];
-	unsigned lineno = 0, cases = 0;
-	FILE *fp = open_data("domain.tsv");
+	struct tsv t;
+	char **f;
 
-	while (fgets(line, sizeof line, fp) != NULL) {
-		lineno++;
-		switch (tsv_split(line, f)) {
-		case 0:
-			continue;
-		case 4:
-			check_match_row(f, lineno);
-			cases++;
-			break;
-		default:
-			fail_msg("domain.tsv:%u: want 4 fields", lineno);
-		}
-	}
-	fclose(fp);
-	assert_true(cases >= 60);
+	tsv_open(&t, "domain.tsv", 4, 4);
+	while ((f = tsv_next(&t)) != NULL)
+		check_match_row(f, t.lineno);
+	assert_true(t.rows >= 60);
 }
 
 static void
 test_domain_errors(void **state)
 {
-	char line[4096], pattern[4096], *f[TSV_MAX_FIELDS];
-	unsigned lineno = 0, cases = 0;
-	FILE *fp = open_data("domain_errors.tsv");
+	char pattern[4096], **f;
+	unsigned lineno;
+	struct tsv t;
 	struct domain_set *set;
 	const char *error;
 	size_t len;
 
-	while (fgets(line, sizeof line, fp) != NULL) {
-		lineno++;
-		if (tsv_split(line, f) == 0)
-			continue;
+	tsv_open(&t, "domain_errors.tsv", 3, 3);
+	while ((f = tsv_next(&t)) != NULL) {
+		lineno = t.lineno;
 		set = domain_set_new();
-		len = decode(f[1], pattern);
+		/* "<empty>" is the empty entry; "\xHH" a byte. */
+		snprintf(pattern, sizeof pattern, "%s", f[1]);
+		len = strcmp(f[1], "<empty>") == 0 ? 0 : tsv_unescape(pattern);
 		error = domain_set_add(set, pattern, len, parse_flags(f[0]), "x.yaml", 1);
 		if (strcmp(f[2], "OK") == 0) {
 			if (error != NULL)
@@ -174,10 +113,8 @@ test_domain_errors(void **state)
 			assert_int_equal(domain_set_count(set), 0);
 		}
 		domain_set_free(set);
-		cases++;
 	}
-	fclose(fp);
-	assert_true(cases >= 50);
+	assert_true(t.rows >= 50);
 }
 
 static void

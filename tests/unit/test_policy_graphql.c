@@ -13,7 +13,8 @@
 
 #include <cmocka.h>
 
-#include "policy.h"
+#include "policy_int.h"
+#include "tsv.h"
 
 static enum gql_op
 test_op_parse(const char *s)
@@ -120,24 +121,16 @@ test_only(unsigned lineno, const struct gql_result *res, const char *want)
 static void
 test_table(void **state)
 {
-	char line[8192], *f[9], *p, *qs, *body, *ct, *opname;
-	size_t n, qslen, bodylen, ctlen, oplen;
+	char **f, *qs, *body, *ct, *opname;
+	size_t qslen, bodylen, ctlen, oplen;
 	struct gql_result res;
-	unsigned lineno = 0, cases = 0;
+	unsigned lineno;
 	enum gql_op want, got;
-	FILE *fp;
+	struct tsv t;
 
-	if ((fp = fopen(TEST_DATA_DIR "/graphql.tsv", "r")) == NULL)
-		fail_msg("cannot open graphql.tsv");
-	while (fgets(line, sizeof line, fp) != NULL) {
-		lineno++;
-		line[strcspn(line, "\n")] = '\0';
-		if (line[0] == '#' || line[0] == '\0')
-			continue;
-		for (n = 0, p = line; n < EG_NELEM(f) && p != NULL; n++)
-			f[n] = strsep(&p, "\t");
-		if (n != EG_NELEM(f) || p != NULL)
-			fail_msg("graphql.tsv:%u: want %zu fields", lineno, EG_NELEM(f));
+	tsv_open(&t, "graphql.tsv", 9, 9);
+	while ((f = tsv_next(&t)) != NULL) {
+		lineno = t.lineno;
 		qs = test_field(f[1], &qslen);
 		body = test_field(f[2], &bodylen);
 		ct = test_field(f[3], &ctlen);
@@ -167,11 +160,9 @@ test_table(void **state)
 		free(body);
 		free(ct);
 		free(opname);
-		cases++;
 	}
-	fclose(fp);
-	print_message("%u table cases\n", cases);
-	assert_true(cases >= 60);
+	print_message("%u table cases\n", t.rows);
+	assert_true(t.rows >= 60);
 }
 
 static char *

@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "policy.h"
+#include "policy_int.h"
 #include "tsv.h"
 
 static enum gql_ws_kind
@@ -33,26 +33,18 @@ test_kind_parse(const char *s)
 static void
 test_table(void **state)
 {
-	char line[8192], *f[6], *p;
-	unsigned lineno = 0, cases = 0;
+	char **f;
+	unsigned lineno;
 	enum gql_ws_proto proto;
 	enum gql_ws_kind kind;
 	struct gql_ws_msg m;
-	size_t n, len;
-	FILE *fp;
+	size_t len;
+	struct tsv t;
 
 	(void)state;
-	if ((fp = fopen(TEST_DATA_DIR "/graphql_ws.tsv", "r")) == NULL)
-		fail_msg("cannot open graphql_ws.tsv");
-	while (fgets(line, sizeof line, fp) != NULL) {
-		lineno++;
-		line[strcspn(line, "\n")] = '\0';
-		if (line[0] == '#' || line[0] == '\0')
-			continue;
-		for (n = 0, p = line; n < EG_NELEM(f) && p != NULL; n++)
-			f[n] = strsep(&p, "\t");
-		if (n != EG_NELEM(f) || p != NULL)
-			fail_msg("graphql_ws.tsv:%u: want %zu fields", lineno, EG_NELEM(f));
+	tsv_open(&t, "graphql_ws.tsv", 6, 6);
+	while ((f = tsv_next(&t)) != NULL) {
+		lineno = t.lineno;
 		proto = strcmp(f[0], "legacy") == 0 ? GQL_WS_LEGACY : GQL_WS_TRANSPORT;
 		len = tsv_unescape(f[1]);
 		memset(&m, 0xa5, sizeof m);
@@ -72,11 +64,9 @@ test_table(void **state)
 			         f[5]);
 		if (kind != GQL_WS_INVALID && m.type == NULL)
 			fail_msg("graphql_ws.tsv:%u: no message type", lineno);
-		cases++;
 	}
-	fclose(fp);
-	print_message("%u table cases\n", cases);
-	assert_true(cases >= 60);
+	print_message("%u table cases\n", t.rows);
+	assert_true(t.rows >= 60);
 }
 
 static void

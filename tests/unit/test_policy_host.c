@@ -13,10 +13,8 @@
 
 #include <cmocka.h>
 
-#include "policy.h"
+#include "policy_int.h"
 #include "tsv.h"
-
-#define HOST_TSV TEST_DATA_DIR "/host.tsv"
 
 static int
 check_case(unsigned lineno, char *input, const char *result, const char *want)
@@ -48,30 +46,17 @@ check_case(unsigned lineno, char *input, const char *result, const char *want)
 static void
 test_host_table(void **state)
 {
-	char line[2048], *p, *f[3];
-	unsigned lineno = 0, cases = 0, failed = 0;
-	FILE *fp;
-	int n;
+	unsigned failed = 0;
+	struct tsv t;
+	char **f;
 
-	fp = fopen(HOST_TSV, "r");
-	assert_non_null(fp);
-	while (fgets(line, sizeof line, fp) != NULL) {
-		lineno++;
-		if (line[0] == '#' || line[0] == '\n')
-			continue;
-		line[strcspn(line, "\n")] = '\0';
-		p = line;
-		for (n = 0; n < 3 && p != NULL; n++)
-			f[n] = strsep(&p, "\t");
-		assert_int_equal(n, 3);
-		assert_null(p);
-		cases++;
-		if (check_case(lineno, f[0], f[1], f[2]) == -1)
+	tsv_open(&t, "host.tsv", 3, 3);
+	while ((f = tsv_next(&t)) != NULL) {
+		if (check_case(t.lineno, f[0], f[1], f[2]) == -1)
 			failed++;
 	}
-	fclose(fp);
 	assert_int_equal(failed, 0);
-	assert_true(cases >= 40);
+	assert_true(t.rows >= 40);
 }
 
 /* The address a numeric host stands for, not only its text. */

@@ -17,7 +17,7 @@
 
 #include <cmocka.h>
 
-#include "policy.h"
+#include "policy_int.h"
 
 struct expect_match {
 	const char *query;

@@ -90,7 +90,7 @@ struct req {
 	const char *body;
 };
 
-/* Decide like the proxy does: name first, then the address when it is one. */
+/* Decide as the proxy does: one call, the address guard included for a literal. */
 static void
 decide(const struct policy *p, const struct req *r, struct decision *d)
 {
@@ -108,8 +108,6 @@ decide(const struct policy *p, const struct req *r, struct decision *d)
 	pr.body = r->body;
 	pr.body_len = r->body ? strlen(r->body) : 0;
 	policy_decide(p, &pr, d);
-	if (u.host.kind == HOST_ADDR)
-		policy_check_addr(p, &u.host.addr, d);
 	url_free(&u);
 }
 
@@ -352,27 +350,19 @@ decide_policy(const char *name)
 static void
 test_decide_table(void **state)
 {
-	char line[4096], *f[9], *p, *h, *colon, *value;
+	char **f, *p, *h, *colon, *value;
 	struct policy_request pr;
 	struct decision d;
 	struct policy *pol;
 	struct url u;
-	unsigned lineno = 0, cases = 0;
+	unsigned lineno;
 	size_t n;
-	FILE *fp;
+	struct tsv t;
 
 	(void)state;
-	if ((fp = fopen(TEST_DATA_DIR "/decide.tsv", "r")) == NULL)
-		fail_msg("cannot open decide.tsv");
-	while (fgets(line, sizeof line, fp) != NULL) {
-		lineno++;
-		line[strcspn(line, "\n")] = '\0';
-		if (line[0] == '#' || line[0] == '\0')
-			continue;
-		for (n = 0, p = line; n < EG_NELEM(f) && p != NULL; n++)
-			f[n] = strsep(&p, "\t");
-		if (n != EG_NELEM(f) || p != NULL)
-			fail_msg("decide.tsv:%u: want %zu fields", lineno, EG_NELEM(f));
+	tsv_open(&t, "decide.tsv", 9, 9);
+	while ((f = tsv_next(&t)) != NULL) {
+		lineno = t.lineno;
 		memset(&u, 0, sizeof u);
 		if (url_parse(f[2], &u) != NULL)
 			fail_msg("decide.tsv:%u: bad url", lineno);
@@ -410,11 +400,9 @@ test_decide_table(void **state)
 			         f[8]);
 		policy_unref(pol);
 		url_free(&u);
-		cases++;
 	}
-	fclose(fp);
-	print_message("%u decision cases\n", cases);
-	assert_true(cases >= 60);
+	print_message("%u decision cases\n", t.rows);
+	assert_true(t.rows >= 60);
 }
 
 /* Decide for a name, then for the address it resolved to. */
@@ -484,6 +472,56 @@ test_address_guard(void **state)
 	       "198.18.7.7", "base.yaml:12");
 	expect(p, &(struct req){"GET", "http://198.18.5.200/", NULL, NULL}, ACTION_BLOCK,
 	       "198.18.5.0/24", "base.yaml:7");
+	policy_unref(p);
+}
+
+/* One policy_decide() call decides as egressd does, literal or name, with or without a method. */
+static void
+test_decide_one_call(void **state)
+{
+	struct policy *p = load("base.yaml", base_yaml);
+	struct policy_request pr;
+	struct decision d;
+	struct host h;
+
+	(void)state;
+	memset(&pr, 0, sizeof pr);
+	pr.host = &h;
+	/* A request to an address literal gets the address guard... */
+	assert_null(host_parse("10.1.2.3", 8, &h));
+	pr.method = "GET";
+	policy_decide(p, &pr, &d);
+	assert_int_equal(d.action, ACTION_BLOCK);
+	assert_string_equal(d.rule, "private-address");
+	assert_int_equal(d.list, POLICY_LIST_ADDRESS);
+	assert_string_equal(policy_list_name(d.list), "address");
+	/* ... and a body could still make it a method violation: it is read first. */
+	assert_int_equal(d.body_matters, 1);
+	pr.method = "CONNECT";
+	pr.port = 443;
+	policy_decide(p, &pr, &d);
+	assert_string_equal(d.rule, "private-address");
+	assert_int_equal(d.body_matters, 0);
+	/* A name without a method (DNS) connects nowhere: no guard. */
+	pr.method = NULL;
+	pr.port = 0;
+	policy_decide(p, &pr, &d);
+	assert_int_equal(d.action, ACTION_ALLOW);
+	assert_string_equal(d.rule, "unlisted-host");
+	assert_int_equal(d.list, POLICY_LIST_MODE);
+	/* An allowlisted address lifts the guard; the allowlist needs no body. */
+	assert_null(host_parse("198.18.7.7", 10, &h));
+	pr.method = "GET";
+	policy_decide(p, &pr, &d);
+	assert_int_equal(d.action, ACTION_ALLOW);
+	assert_int_equal(d.list, POLICY_LIST_ALLOWLIST);
+	assert_int_equal(d.body_matters, 0);
+	/* A name is decided as written; its addresses come later. */
+	assert_null(host_parse("example.com", 11, &h));
+	policy_decide(p, &pr, &d);
+	assert_string_equal(d.rule, "allow-methods");
+	assert_int_equal(d.list, POLICY_LIST_METHODS);
+	assert_int_equal(d.body_matters, 1);
 	policy_unref(p);
 }
 
@@ -631,7 +669,7 @@ test_websocket(void **state)
 			         d.reason);
 	}
 	decide_ws(base, "GET", "https://example.com/graphql", gql, &d);
-	assert_string_equal(d.list, "websocket");
+	assert_string_equal(policy_list_name(d.list), "websocket");
 	assert_non_null(strstr(d.source, "base.yaml:16")); /* allowGraphqlQueries */
 	assert_non_null(strstr(d.reason, "every client message is inspected"));
 	policy_unref(base);
@@ -717,6 +755,7 @@ main(void)
 	    cmocka_unit_test(test_decide_table),
 	    cmocka_unit_test(test_modes),
 	    cmocka_unit_test(test_address_guard),
+	    cmocka_unit_test(test_decide_one_call),
 	    cmocka_unit_test(test_default_and_refs),
 	    cmocka_unit_test(test_bad_list_file),
 	    cmocka_unit_test(test_websocket),

@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "policy.h"
+#include "policy_int.h"
 
 static void
 hdr(struct policy_request *req, const char *name, const char *value)

@@ -16,23 +16,6 @@
 #include "policy.h"
 #include "tsv.h"
 
-#define URL_TSV TEST_DATA_DIR "/url.tsv"
-
-/* Splits a line on tabs, keeping empty fields; returns the field count. */
-static int
-split(char *line, char **f, int max)
-{
-	int n = 0;
-	char *p;
-
-	line[strcspn(line, "\r\n")] = '\0';
-	while (line != NULL && n < max) {
-		p = strsep(&line, "\t");
-		f[n++] = p;
-	}
-	return line == NULL ? n : -1;
-}
-
 /* Checks one case; returns 0 when it holds, -1 after printing why not. */
 static int
 check_case(unsigned lineno, char **f, int nf)
@@ -82,26 +65,17 @@ check_case(unsigned lineno, char **f, int nf)
 static void
 test_url_table(void **state)
 {
-	char line[2048], *f[8];
-	unsigned lineno = 0, cases = 0, failed = 0;
-	FILE *fp;
-	int nf;
+	unsigned failed = 0;
+	struct tsv t;
+	char **f;
 
-	fp = fopen(URL_TSV, "r");
-	assert_non_null(fp);
-	while (fgets(line, sizeof line, fp) != NULL) {
-		lineno++;
-		if (line[0] == '#' || line[0] == '\n')
-			continue;
-		nf = split(line, f, 8);
-		assert_true(nf >= 3);
-		cases++;
-		if (check_case(lineno, f, nf) == -1)
+	tsv_open(&t, "url.tsv", 3, 8);
+	while ((f = tsv_next(&t)) != NULL) {
+		if (check_case(t.lineno, f, t.nf) == -1)
 			failed++;
 	}
-	fclose(fp);
 	assert_int_equal(failed, 0);
-	assert_true(cases >= 50);
+	assert_true(t.rows >= 50);
 }
 
 static void

@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "http.h"
+#include "tsv.h"
 
 /* A request method's id, as the engine passes it to the response parser. */
 static enum http_method
@@ -88,31 +89,19 @@ unescape(struct buf *out, const char *s, size_t len)
 static char ***
 load(const char *name, size_t nfields, size_t *nrows)
 {
-	char path[512], line[65536], ***rows = NULL, *p, *tab;
+	char path[512], ***rows = NULL, **f;
 	size_t n = 0, i;
-	FILE *f;
+	struct tsv t;
 
-	snprintf(path, sizeof path, "%s/http/%s", TEST_DATA_DIR, name);
-	f = fopen(path, "r");
-	assert_non_null(f);
-	while (fgets(line, sizeof line, f) != NULL) {
-		line[strcspn(line, "\n")] = '\0';
-		if (line[0] == '#' || line[0] == '\0')
-			continue;
+	snprintf(path, sizeof path, "http/%s", name);
+	tsv_open(&t, path, (int)nfields, (int)nfields);
+	while ((f = tsv_next(&t)) != NULL) {
 		rows = xreallocarray(rows, n + 1, sizeof *rows);
 		rows[n] = xcalloc(nfields, sizeof **rows);
-		for (i = 0, p = line; i < nfields; i++) {
-			tab = strchr(p, '\t');
-			if (i + 1 < nfields && tab == NULL)
-				fail_msg("%s: short row %s", name, line);
-			if (tab != NULL && i + 1 < nfields)
-				*tab = '\0';
-			rows[n][i] = xstrdup(p);
-			p = tab + 1;
-		}
+		for (i = 0; i < nfields; i++)
+			rows[n][i] = xstrdup(f[i]);
 		n++;
 	}
-	fclose(f);
 	*nrows = n;
 	return rows;
 }

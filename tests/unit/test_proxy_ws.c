@@ -36,10 +36,11 @@ test_frame(struct buf *out, char *tok)
 	pl = colon + 1;
 	if (strcmp(spec, "raw") == 0) {
 		for (i = 0; pl[i] != '\0' && pl[i + 1] != '\0'; i += 2)
-			buf_addc(out, (char)(hex_value(pl[i]) << 4 | hex_value(pl[i + 1])));
+			buf_addc(out,
+			         (char)(text_hex_value(pl[i]) << 4 | text_hex_value(pl[i + 1])));
 		return;
 	}
-	opcode = hex_value(spec[0]);
+	opcode = text_hex_value(spec[0]);
 	len = tsv_unescape(pl);
 	for (spec++; *spec != '\0'; spec++) {
 		switch (*spec) {
@@ -191,26 +192,18 @@ static void
 test_table(void **state)
 {
 	static const size_t chunks[] = {0, 1, 3};
-	char line[8192], *f[3], *p, *tok;
-	unsigned lineno = 0, cases = 0;
+	char **f, *p, *tok;
+	unsigned lineno;
 	struct buf in, ev;
-	size_t n, i;
-	FILE *fp;
+	size_t i;
+	struct tsv t;
 
 	(void)state;
 	buf_init(&in);
 	buf_init(&ev);
-	if ((fp = fopen(TEST_DATA_DIR "/ws_frames.tsv", "r")) == NULL)
-		fail_msg("cannot open ws_frames.tsv");
-	while (fgets(line, sizeof line, fp) != NULL) {
-		lineno++;
-		line[strcspn(line, "\n")] = '\0';
-		if (line[0] == '#' || line[0] == '\0')
-			continue;
-		for (n = 0, p = line; n < EG_NELEM(f) && p != NULL; n++)
-			f[n] = strsep(&p, "\t");
-		if (n != EG_NELEM(f) || p != NULL)
-			fail_msg("ws_frames.tsv:%u: want %zu fields", lineno, EG_NELEM(f));
+	tsv_open(&t, "ws_frames.tsv", 3, 3);
+	while ((f = tsv_next(&t)) != NULL) {
+		lineno = t.lineno;
 		buf_reset(&in);
 		for (p = f[1]; (tok = strsep(&p, "|")) != NULL;)
 			test_frame(&in, tok);
@@ -220,13 +213,11 @@ test_table(void **state)
 				fail_msg("ws_frames.tsv:%u (chunks of %zu): got '%s', want '%s'",
 				         lineno, chunks[i], buf_cstr(&ev), f[2]);
 		}
-		cases++;
 	}
-	fclose(fp);
 	buf_free(&in);
 	buf_free(&ev);
-	print_message("%u table cases\n", cases);
-	assert_true(cases >= 60);
+	print_message("%u table cases\n", t.rows);
+	assert_true(t.rows >= 60);
 }
 
 /* Frames egressd writes: the shortest length encoding, then read back. */

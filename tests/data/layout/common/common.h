@@ -1,0 +1,1 @@
+/* The fixture of scripts/check-layout: common includes nothing of ours. */

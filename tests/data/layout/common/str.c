@@ -1,0 +1,2 @@
+/* Allowed: a folder includes its own header. */
+#include "common.h"

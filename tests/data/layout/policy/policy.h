@@ -1,0 +1,2 @@
+/* Allowed: policy includes common. */
+#include "common.h"

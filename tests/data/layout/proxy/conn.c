@@ -1,0 +1,2 @@
+/* Allowed: a file of the proxy includes its header. */
+#include "proxy.h"

@@ -1,0 +1,3 @@
+/* Allowed: the proxy includes the layers below it. */
+#include "http.h"
+#include "tls.h"

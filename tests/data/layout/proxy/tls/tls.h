@@ -1,0 +1,2 @@
+/* Allowed: tls includes policy. */
+#include "policy.h"

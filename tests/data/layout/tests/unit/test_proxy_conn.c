@@ -1,0 +1,3 @@
+/* Allowed: tests include anything. */
+#include "proxy.h"
+#include "common.h"

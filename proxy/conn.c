@@ -1,9 +1,12 @@
 /*
- * One client connection of the explicit proxy: read a request head, decide
- * it with the connection's policy snapshot, answer it (respond.c) or send
- * it on (forward.c), stream bodies both ways with backpressure, and go
- * back for the next request while both sides keep the connection alive.
- * Every exchange is audited once; every failure ends in conn_close().
+ * The connection hub: one client connection, its state and the state's
+ * timeout, the callbacks of both its sides, which hand each event to the
+ * phase the state says (request.c reads and decides a request, forward.c
+ * sends it on, relay.c moves the response and bodies, respond.c answers,
+ * intercept.c and transparent.c take TLS and redirected connections), the
+ * lifetime of each exchange, and its audit event. Between requests the
+ * connection goes back to reading while both sides keep it alive. Every
+ * exchange is audited once; every failure ends in conn_close().
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -16,9 +19,7 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 
-#include "proxy.h"
-
-static void conn_read_head(struct conn *);
+#include "conn_int.h"
 
 static void
 conn_timer_cb(evutil_socket_t fd, short what, void *arg)
@@ -108,18 +109,28 @@ conn_mode(const struct conn *c)
 void
 conn_audit(struct conn *c)
 {
+	static const char *const events[] = {
+	    [EXCHANGE_HTTP] = "http",
+	    [EXCHANGE_CONNECT] = "connect",
+	    [EXCHANGE_TCP] = "tcp",
+	};
+	static const char *const tls[] = {
+	    [EXCHANGE_TLS_NONE] = NULL,
+	    [EXCHANGE_TLS_INTERCEPT] = "intercept",
+	    [EXCHANGE_TLS_PASSTHROUGH] = "passthrough",
+	    [EXCHANGE_TLS_TUNNEL] = "tunnel",
+	};
 	struct audit_event ev;
-	const char *method;
 	char addr[64];
 	int is_connect;
 
-	if (c->x == NULL || (c->flags & CONN_F_AUDITED) || !c->x->req_parsed)
+	if (c->x == NULL || (c->flags & CONN_F_AUDITED) || !c->x->begun)
 		return;
-	method = c->x->req.method;
-	is_connect = method != NULL && strcmp(method, "CONNECT") == 0;
+	/* A redirected stream was decided as a CONNECT would be, and says so. */
+	is_connect = c->x->kind != EXCHANGE_HTTP;
 	c->flags |= CONN_F_AUDITED;
 	audit_event_init(&ev);
-	ev.event = c->x->event != NULL ? c->x->event : is_connect ? "connect" : "http";
+	ev.event = events[c->x->kind];
 	if (c->x->decision.rule[0] != '\0') {
 		ev.action = policy_action_name(c->x->decision.action);
 		ev.rule = c->x->decision.rule;
@@ -131,14 +142,14 @@ conn_audit(struct conn *c)
 	ev.host = c->x->host.name[0] ? c->x->host.name : NULL;
 	ev.port = c->x->port ? c->x->port : -1;
 	ev.scheme = is_connect ? NULL : (c->flags & CONN_F_TLS) ? "https" : "http";
-	ev.tls = c->x->tls;
+	ev.tls = tls[c->x->tls];
 	if (is_connect && c->dest != NULL && c->dest->sni[0] != '\0')
 		ev.sni = c->dest->sni;
 	if (c->upstream != NULL) {
 		addr_format(&c->upstream->addr, addr, sizeof addr);
 		ev.addr = addr;
 	}
-	ev.method = method;
+	ev.method = is_connect ? "CONNECT" : c->x->req.method;
 	ev.path = c->x->path;
 	ev.status = c->x->status ? c->x->status : -1;
 	/* Towards the destination only: a held body that was refused never left. */
@@ -152,14 +163,46 @@ conn_audit(struct conn *c)
 	audit_write(c->e->audit, &ev);
 }
 
-static void
-conn_free_cb(evutil_socket_t fd, short what, void *arg)
+/*
+ * One `tls` audit event: a handshake that did not succeed, with the client
+ * or (inside an intercepted connection) with the upstream.
+ */
+void
+conn_audit_tls(struct conn *c, const char *rule, const char *reason, const char *error,
+               const char *hint)
 {
-	struct conn *c = arg;
+	struct audit_event ev;
 
-	policy_unref(c->policy);
-	free(c->dest);
-	free(c);
+	audit_event_init(&ev);
+	ev.event = "tls";
+	ev.action = "block";
+	ev.rule = rule;
+	ev.source = rule != NULL ? "builtin" : NULL;
+	ev.reason = reason;
+	ev.mode = conn_mode(c);
+	ev.client = c->client_addr;
+	ev.host = c->dest->host.name;
+	ev.port = c->dest->port;
+	ev.sni = c->dest->sni[0] ? c->dest->sni : NULL;
+	ev.tls = (c->flags & CONN_F_TLS) ? "intercept" : NULL;
+	ev.error = error;
+	ev.hint = hint;
+	audit_write(c->e->audit, &ev);
+}
+
+/* Free the connections closed since the last time (e->ev_reap, or at the end). */
+static void
+conn_reap_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct egressd *e = arg;
+	struct conn *c;
+
+	while ((c = TAILQ_FIRST(&e->closed)) != NULL) {
+		TAILQ_REMOVE(&e->closed, c, entry);
+		policy_unref(c->policy);
+		free(c->dest);
+		free(c);
+	}
 }
 
 /* Start an exchange at the first byte of a request head. */
@@ -201,7 +244,9 @@ conn_exchange_free(struct conn *c)
 
 /*
  * The one teardown path: idempotent, audits the open exchange once, frees
- * both sides, and defers the final free so callers up the stack stay safe.
+ * both sides, and defers the final free so callers up the stack stay safe:
+ * the connection waits on e->closed for the reaper, which runs once the
+ * callbacks ready now are done.
  */
 void
 conn_close(struct conn *c, const char *why)
@@ -215,7 +260,7 @@ conn_close(struct conn *c, const char *why)
 	/* Redirected, cut before a byte came: timed out, closed, or shut down. */
 	if (c->state == CONN_PEEK && c->x == NULL && !(c->flags & CONN_F_AUDITED))
 		transparent_audit_silent(c, why);
-	if (c->x != NULL && c->x->req_parsed && !(c->flags & CONN_F_AUDITED)) {
+	if (c->x != NULL && c->x->begun && !(c->flags & CONN_F_AUDITED)) {
 		if (c->x->error == NULL && c->state != CONN_TUNNEL)
 			c->x->error = why;
 		conn_audit(c);
@@ -223,11 +268,7 @@ conn_close(struct conn *c, const char *why)
 	upstream_cancel(c->job);
 	c->job = NULL;
 	side_detach(&c->client);
-	side_detach(&c->up);
-	if (c->upstream != NULL)
-		upstream_free(c->upstream); /* frees c->up.bev */
-	c->upstream = NULL;
-	c->up.bev = NULL;
+	conn_up_detach(c, 0);
 	if (c->client.bev != NULL)
 		bufferevent_free(c->client.bev);
 	c->client.bev = NULL;
@@ -240,8 +281,9 @@ conn_close(struct conn *c, const char *why)
 	conn_exchange_free(c);
 	TAILQ_REMOVE(&e->conns, c, entry);
 	e->nconns--;
-	event_base_once(e->base, -1, EV_TIMEOUT, conn_free_cb, c, NULL);
-	egressd_conn_gone(e);
+	TAILQ_INSERT_TAIL(&e->closed, c, entry);
+	event_active(e->ev_reap, EV_TIMEOUT, 0);
+	e->conn_gone(e);
 }
 
 /* Close once everything queued for the client has been written. */
@@ -256,89 +298,7 @@ conn_flush_close(struct conn *c)
 		conn_close(c, "done");
 }
 
-/* The fields the policy reads that the parser knows by number. */
-#define CONN_POLICY_FIELDS                                                                         \
-	(HF_BIT(HF_X_HTTP_METHOD_OVERRIDE) | HF_BIT(HF_X_HTTP_METHOD) |                            \
-	 HF_BIT(HF_X_METHOD_OVERRIDE) | HF_BIT(HF_SEC_WEBSOCKET_PROTOCOL))
-
-/*
- * The request as the policy sees it, without its body. Header fields are
- * looked at only when the parser saw one the policy reads, so a plain
- * request costs one test of a bit mask.
- */
-static void
-conn_policy_request(struct conn *c, struct policy_request *pr)
-{
-	const struct http_msg *m = &c->x->req;
-	const struct http_header *h;
-	size_t i;
-
-	memset(pr, 0, sizeof *pr);
-	pr->host = &c->x->host;
-	pr->method = m->method;
-	pr->port = c->x->port;
-	pr->query = c->x->query;
-	if (m->flags & HTTP_F_UPGRADE)
-		policy_request_header(pr, "Upgrade", 7, m->upgrade);
-	if (!(m->fields & CONN_POLICY_FIELDS))
-		return;
-	for (i = 0; i < m->nheaders; i++) {
-		h = &m->headers[i];
-		if (HF_BIT(h->id) & CONN_POLICY_FIELDS)
-			policy_request_header(pr, h->name, h->name_len, h->value);
-	}
-}
-
-/*
- * Whether the decision needs the request body, deciding without it into
- * c->x->decision on the way. When the host lists and modes leave it to
- * the method and GraphQL rules (step 4; decision.body_matters), any body
- * may turn a read into a GraphQL mutation or a POST into an allowed
- * query, so it is held (up to maxGraphqlBody) and classified whatever its
- * type: a lenient server may read a form, a multipart body or untyped
- * JSON. Otherwise the decision made here stands.
- */
-static int
-conn_body_needed(struct conn *c)
-{
-	struct policy_request pr;
-
-	conn_policy_request(c, &pr);
-	policy_decide(c->policy, &pr, &c->x->decision);
-	return c->x->decision.body_matters;
-}
-
-/* A Content-Encoding other than identity: the held bytes cannot be read. */
-static int
-conn_body_encoded(const struct conn *c)
-{
-	const char *ce = http_msg_header(&c->x->req, "Content-Encoding");
-
-	return ce != NULL && *ce != '\0' && strcasecmp(ce, "identity") != 0;
-}
-
-static void
-conn_decide(struct conn *c)
-{
-	struct policy_request pr;
-	char *body = NULL;
-	size_t len = 0;
-
-	conn_policy_request(c, &pr);
-	pr.content_type = http_msg_header(&c->x->req, "Content-Type");
-	if (c->x->held != NULL) {
-		len = evbuffer_get_length(c->x->held);
-		body = (char *)evbuffer_pullup(c->x->held, -1);
-		pr.body = body ? body : "";
-		pr.body_len = len;
-		pr.body_truncated = c->x->held_truncated;
-		pr.body_encoded = conn_body_encoded(c);
-	}
-	policy_decide(c->policy, &pr, &c->x->decision);
-	conn_proceed(c);
-}
-
-/* Act on c->x->decision: answer 403, or get an upstream. */
+/* Act on c->x->decision: answer 403, intercept a CONNECT, or get an upstream. */
 void
 conn_proceed(struct conn *c)
 {
@@ -346,184 +306,38 @@ conn_proceed(struct conn *c)
 		respond_block(c);
 		return;
 	}
-	if (strcmp(c->x->req.method, "CONNECT") == 0 && intercept_tunnel_kind(c) == NULL) {
+	if (c->x->kind == EXCHANGE_CONNECT && intercept_tls_mode(c) == EXCHANGE_TLS_INTERCEPT) {
 		intercept_start(c);
 		return;
 	}
-	/*
-	 * The client stays readable: bytes that come while connecting make
-	 * the read callback stop reading. Toggling it here would cost two
-	 * epoll_ctl calls on every request a pooled upstream serves at once.
-	 */
 	forward_start(c);
 }
 
-/* Read the body the decision needs into c->x->held, up to maxGraphqlBody. */
-static void
-conn_hold_body(struct conn *c)
-{
-	struct evbuffer *in = bufferevent_get_input(c->client.bev);
-	size_t max = policy_config(c->policy)->max_graphql_body;
-	struct conn_body *b = &c->x->req_body;
-
-	if (relay_body_move(c, b, in, c->x->held, 0) == -1) {
-		respond_error(c, 400, "Bad Request", "malformed chunked request body");
-		return;
-	}
-	if (evbuffer_get_length(c->x->held) > max)
-		c->x->held_truncated = 1; /* not provably a query: decided as such */
-	else if (!b->done)
-		return; /* wait for more */
-	/* The held bytes are sent as they are: restate their framing. */
-	if (b->done) {
-		c->x->req.body = HTTP_BODY_LENGTH;
-		c->x->req.length = (uint64_t)evbuffer_get_length(c->x->held);
-	}
-	conn_decide(c);
-}
-
-/* The head of a request is in: parse its target and decide or hold its body. */
-static void
-conn_request(struct conn *c)
-{
-	const char *err;
-	int is_connect = strcmp(c->x->req.method, "CONNECT") == 0;
-
-	c->x->t_start = time_mono_ms();
-	if (c->flags & CONN_F_TLS) {
-		intercept_request(c);
-		return;
-	}
-	if (c->flags & CONN_F_TRANSPARENT) {
-		transparent_request(c);
-		return;
-	}
-	if (!is_connect && c->x->req.uri.form != HTTP_TARGET_ABSOLUTE) {
-		respond_error(
-		    c, 400, "Bad Request",
-		    "this is a proxy: send absolute-form requests (http://host/path) or CONNECT");
-		return;
-	}
-	if (!is_connect && strcmp(c->x->req.uri.scheme, "http") != 0) {
-		respond_error(c, 400, "Bad Request",
-		              "https:// requests go through CONNECT, not as a plain proxy request");
-		return;
-	}
-	if ((err = host_parse(c->x->req.uri.host, strlen(c->x->req.uri.host), &c->x->host)) !=
-	    NULL) {
-		respond_error(c, 400, "Bad Request", err);
-		return;
-	}
-	c->x->port = c->x->req.uri.port;
-	c->x->authority = c->x->req.uri.authority;
-	conn_request_body(c, is_connect);
-}
-
-/* Set up the request body's framing, then decide or hold the body. */
+/*
+ * Let go of the upstream: back to the pool when reusable (and the pool
+ * takes it), else closed. The side is left as a new one would be.
+ */
 void
-conn_request_body(struct conn *c, int is_connect)
+conn_up_detach(struct conn *c, int reusable)
 {
-	char *q;
-
-	if (!is_connect) {
-		/* One copy, split at '?': the query lives in the path's allocation. */
-		c->x->path = xstrdup(c->x->req.uri.path);
-		if ((q = strchr(c->x->path, '?')) != NULL) {
-			*q = '\0';
-			c->x->query = q + 1;
-		}
-	}
-	memset(&c->x->req_body, 0, sizeof c->x->req_body);
-	c->x->req_body.in = c->x->req.body;
-	c->x->req_body.out = c->x->req.body;
-	c->x->req_body.left = c->x->req.body == HTTP_BODY_LENGTH ? c->x->req.length : 0;
-	chunked_init(&c->x->req_body.dec, &c->e->http);
-	if (is_connect) {
-		c->x->req_body.in = c->x->req_body.out = HTTP_BODY_NONE;
-		c->x->req_body.done = 1;
-	} else if (c->x->req.body == HTTP_BODY_NONE ||
-	           (c->x->req.body == HTTP_BODY_LENGTH && c->x->req.length == 0)) {
-		c->x->req_body.done = 1;
-	}
-	if (!is_connect && !c->x->req_body.done) {
-		if (!conn_body_needed(c)) {
-			conn_proceed(c);
-			return;
-		}
-		c->x->held = evbuffer_new();
-		c->x->req_body.out = HTTP_BODY_NONE; /* raw data into held */
-		if (c->x->req.flags & HTTP_F_EXPECT_CONTINUE) {
-			evbuffer_add_printf(bufferevent_get_output(c->client.bev),
-			                    "HTTP/1.1 100 Continue\r\n\r\n");
-			c->flags |= CONN_F_CONTINUE_SENT;
-		}
-		conn_set_state(c, CONN_READ_BODY);
-		conn_hold_body(c);
-		return;
-	}
-	conn_decide(c);
-}
-
-static void
-conn_read_head(struct conn *c)
-{
-	struct evbuffer *in = bufferevent_get_input(c->client.bev);
-	size_t len = evbuffer_get_length(in);
-	size_t want = len <= c->e->http.head ? len : c->e->http.head + 1;
-	enum http_parse r;
-	const char *data;
-
-	if (len == 0)
-		return;
-	if (c->x == NULL) {
-		/* The head timeout runs from its first byte: trickling cannot extend it. */
-		conn_exchange_new(c);
-		conn_set_state(c, CONN_READ_HEAD);
-	}
-	if ((data = (const char *)evbuffer_pullup(in, (ev_ssize_t)want)) == NULL) {
-		conn_close(c, "cannot read the request head");
-		return;
-	}
-	r = http_parse_request(data, want, &c->e->http, &c->x->req);
-	if (r == HTTP_PARSE_INCOMPLETE)
-		return;
-	c->x->req_parsed = 1;
-	if (r == HTTP_PARSE_ERROR) {
-		c->x->req.method = c->x->req.method ? c->x->req.method : "-";
-		c->x->t_start = time_mono_ms();
-		c->x->error = c->x->req.error;
-		respond_error(c, c->x->req.error_status,
-		              c->x->req.error_status == 431   ? "Request Header Fields Too Large"
-		              : c->x->req.error_status == 414 ? "URI Too Long"
-		              : c->x->req.error_status == 501 ? "Not Implemented"
-		              : c->x->req.error_status == 505 ? "HTTP Version Not Supported"
-		                                              : "Bad Request",
-		              c->x->req.error);
-		return;
-	}
-	evbuffer_drain(in, c->x->req.head_len);
-	if (!(c->x->req.flags & HTTP_F_KEEP_ALIVE) || c->e->draining)
-		c->flags |= CONN_F_CLIENT_CLOSE;
-	conn_request(c);
+	side_detach(&c->up);
+	if (c->upstream != NULL)
+		upstream_release(c->e, c->upstream, reusable); /* frees c->up.bev unless pooled */
+	c->upstream = NULL;
+	c->up.bev = NULL;
+	c->up.eof = 0;
+	c->up.throttled = 0;
 }
 
 /* A finished exchange: audit it, pool the upstream, wait for the next request. */
 void
 conn_exchange_done(struct conn *c)
 {
-	int reusable;
-
 	conn_audit(c);
-	if (c->upstream != NULL) {
-		reusable = c->x->resp_parsed && (c->x->resp.flags & HTTP_F_KEEP_ALIVE) &&
-		           c->x->resp.body != HTTP_BODY_CLOSE && !c->up.eof && c->x->req_body.done;
-		side_detach(&c->up);
-		upstream_release(c->e, c->upstream, reusable);
-		c->upstream = NULL;
-		c->up.bev = NULL;
-		c->up.eof = 0;
-		c->up.throttled = 0;
-	}
+	if (c->upstream != NULL)
+		conn_up_detach(c, c->x->resp_parsed && (c->x->resp.flags & HTTP_F_KEEP_ALIVE) &&
+		                      c->x->resp.body != HTTP_BODY_CLOSE && !c->up.eof &&
+		                      c->x->req_body.done);
 	side_timeouts(&c->client, NULL, NULL);
 	if (c->flags & CONN_F_CLIENT_CLOSE || c->client.eof || c->e->draining) {
 		conn_flush_close(c);
@@ -535,7 +349,16 @@ conn_exchange_done(struct conn *c)
 	side_read(&c->client, 1);
 	conn_set_state(c, CONN_READ_HEAD);
 	/* A pipelined request may already be waiting. */
-	conn_read_head(c);
+	request_read_head(c);
+}
+
+/* Relay bytes both ways from now on: a CONNECT tunnel or an upgraded exchange. */
+void
+conn_tunnel(struct conn *c)
+{
+	conn_set_state(c, CONN_TUNNEL);
+	side_read(&c->client, 1);
+	relay_pump(c);
 }
 
 void
@@ -546,10 +369,10 @@ conn_client_read_cb(struct bufferevent *bev, void *arg)
 
 	switch (c->state) {
 	case CONN_READ_HEAD:
-		conn_read_head(c);
+		request_read_head(c);
 		break;
 	case CONN_READ_BODY:
-		conn_hold_body(c);
+		request_hold_body(c);
 		break;
 	case CONN_EXCHANGE:
 	case CONN_TUNNEL:
@@ -633,7 +456,7 @@ conn_event_cb(struct bufferevent *bev, short what, void *arg)
 	if (c->state == CONN_HANDSHAKE && !is_up) {
 		if (what & BEV_EVENT_CONNECTED) {
 			conn_set_state(c, CONN_READ_HEAD);
-			conn_read_head(c);
+			request_read_head(c);
 			return;
 		}
 		tls_error(bev, why, sizeof why, &verify);
@@ -721,6 +544,34 @@ conn_side_read(evutil_socket_t fd, short what, void *arg)
 		conn_up_read_cb(s->bev, s);
 }
 
+/*
+ * The engine's state on the runtime: the exchanges' slab, the scratch
+ * buffer, and the reaper of closed connections.
+ */
+void
+conn_engine_init(struct egressd *e)
+{
+	TAILQ_INIT(&e->closed);
+	if ((e->ev_reap = event_new(e->base, -1, 0, conn_reap_cb, e)) == NULL)
+		fatalx("cannot create the connection reaper");
+	slab_init(&e->xslab, sizeof(struct exchange));
+	e->scratch = evbuffer_new();
+}
+
+/* Free the engine's state, and the connections closed and not yet freed. */
+void
+conn_engine_free(struct egressd *e)
+{
+	conn_reap_cb(-1, 0, e);
+	if (e->ev_reap != NULL)
+		event_free(e->ev_reap);
+	e->ev_reap = NULL;
+	slab_release(&e->xslab);
+	if (e->scratch != NULL)
+		evbuffer_free(e->scratch);
+	e->scratch = NULL;
+}
+
 /* A connection for an accepted socket, not yet reading; NULL if none can be made. */
 struct conn *
 conn_new(struct egressd *e, int fd, const struct sockaddr *sa)
@@ -731,7 +582,7 @@ conn_new(struct egressd *e, int fd, const struct sockaddr *sa)
 	c->e = e;
 	c->id = ++e->conn_seq;
 	c->policy = policy_ref(e->policy);
-	if (sa->sa_family == AF_INET || sa->sa_family == AF_INET6)
+	if (sa != NULL && (sa->sa_family == AF_INET || sa->sa_family == AF_INET6))
 		sock_text((const struct sockaddr_storage *)sa, c->client_addr,
 		          sizeof c->client_addr);
 	c->client.bev = bufferevent_socket_new(e->base, fd, BEV_OPT_CLOSE_ON_FREE);
@@ -750,7 +601,7 @@ conn_new(struct egressd *e, int fd, const struct sockaddr *sa)
 	e->nconns++;
 	bufferevent_setcb(c->client.bev, conn_client_read_cb, conn_client_write_cb, conn_event_cb,
 	                  &c->client);
-	bufferevent_setwatermark(c->client.bev, EV_WRITE, RELAY_LOW_MARK, 0);
+	bufferevent_setwatermark(c->client.bev, EV_WRITE, SIDE_LOW_MARK, 0);
 	side_attach(&c->client, e->base, conn_side_read);
 	return c;
 }
@@ -772,7 +623,7 @@ conn_start(struct conn *c)
 {
 	side_read(&c->client, 1);
 	conn_set_state(c, CONN_READ_HEAD);
-	conn_read_head(c);
+	request_read_head(c);
 }
 
 /* SIGTERM: connections waiting for a request are closed now. */

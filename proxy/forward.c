@@ -11,7 +11,7 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 
-#include "proxy.h"
+#include "conn_int.h"
 
 static void forward_upstream_cb(void *, struct upstream_result *);
 
@@ -42,11 +42,7 @@ forward_retry(struct conn *c)
 	    evbuffer_get_length(bufferevent_get_input(c->up.bev)) > 0)
 		return 0;
 	c->x->retried = 1;
-	side_detach(&c->up);
-	upstream_free(c->upstream);
-	c->upstream = NULL;
-	c->up.bev = NULL;
-	c->up.eof = 0;
+	conn_up_detach(c, 0);
 	http_msg_free(&c->x->resp);
 	http_msg_init(&c->x->resp);
 	conn_set_state(c, CONN_CONNECTING);
@@ -66,14 +62,15 @@ forward_attach(struct conn *c, struct upstream *u)
 	c->up.throttled = 0;
 	c->up.plain = !u->tls;
 	bufferevent_setcb(u->bev, conn_up_read_cb, conn_up_write_cb, conn_event_cb, &c->up);
-	bufferevent_setwatermark(u->bev, EV_WRITE, RELAY_LOW_MARK, 0);
+	bufferevent_setwatermark(u->bev, EV_WRITE, SIDE_LOW_MARK, 0);
 	/*
 	 * Writing is enabled on a socket bufferevent from its creation;
 	 * enabling it again would register the socket for writability (and
 	 * unregister it after) for every request a pooled upstream carries.
 	 */
 	if (u->rd != NULL) {
-		u->side = &c->up;
+		u->rd_cb = conn_side_read;
+		u->rd_arg = &c->up;
 		side_attach_event(&c->up, u->rd);
 	} else
 		side_read(&c->up, 1);
@@ -87,7 +84,7 @@ forward_attach(struct conn *c, struct upstream *u)
 static int
 forward_is_websocket(const struct conn *c)
 {
-	return (c->x->req.flags & HTTP_F_UPGRADE) && strcmp(c->x->req.method, "GET") == 0 &&
+	return (c->x->req.flags & HTTP_F_UPGRADE) && c->x->req.method_id == HTTP_M_GET &&
 	       http_list_has(c->x->req.upgrade, "websocket");
 }
 
@@ -133,7 +130,7 @@ forward_send(struct conn *c)
 		respond_error(c, 400, "Bad Request", "request cannot be forwarded");
 		return;
 	}
-	relay_send(&c->up, head.data, head.len);
+	side_send(&c->up, head.data, head.len);
 	buf_free(&head);
 	if (c->x->held != NULL) {
 		struct evbuffer *uout = bufferevent_get_output(c->up.bev);
@@ -161,7 +158,6 @@ forward_send(struct conn *c)
 static void
 forward_upstream_cb(void *arg, struct upstream_result *r)
 {
-	static const char established[] = "HTTP/1.1 200 Connection established\r\n\r\n";
 	struct conn *c = arg;
 	char detail[256];
 
@@ -174,10 +170,10 @@ forward_upstream_cb(void *arg, struct upstream_result *r)
 	if (r->err == UPSTREAM_E_TLS) {
 		snprintf(detail, sizeof detail, "upstream TLS with %s:%u failed: %s",
 		         c->x->host.name, c->x->port, r->detail);
-		intercept_audit(c, r->verify ? "upstream-certificate" : "upstream-tls",
-		                r->verify ? "the upstream's certificate did not verify"
-		                          : "TLS with the upstream failed",
-		                r->detail, NULL);
+		conn_audit_tls(c, r->verify ? "upstream-certificate" : "upstream-tls",
+		               r->verify ? "the upstream's certificate did not verify"
+		                         : "TLS with the upstream failed",
+		               r->detail, NULL);
 		respond_error(c, 502, "Bad Gateway", detail);
 		return;
 	}
@@ -194,30 +190,18 @@ forward_upstream_cb(void *arg, struct upstream_result *r)
 	}
 	/* The guard allowed the address: the decision stands as it was. */
 	forward_attach(c, r->u);
-	if (strcmp(c->x->req.method, "CONNECT") == 0) {
-		c->x->status = 200;
-		c->x->tls = intercept_tunnel_kind(c);
-		if (!(c->flags & CONN_F_TRANSPARENT))
-			relay_send(&c->client, established, sizeof established - 1);
+	if (c->x->kind != EXCHANGE_HTTP) {
+		c->x->tls = intercept_tls_mode(c);
+		respond_established(c);
 		c->flags |= CONN_F_RESP_STARTED;
-		if (!(c->flags & CONN_F_TRANSPARENT) && c->x->tls != NULL &&
-		    strcmp(c->x->tls, "passthrough") == 0) {
+		if (!(c->flags & CONN_F_TRANSPARENT) && c->x->tls == EXCHANGE_TLS_PASSTHROUGH) {
 			/* Nothing is carried either way before the ClientHello is read. */
 			side_read(&c->up, 0);
 			intercept_peek_start(c);
 			return;
 		}
-		forward_tunnel(c);
+		conn_tunnel(c);
 		return;
 	}
 	forward_send(c);
-}
-
-/* Relay bytes both ways from now on: a CONNECT tunnel or an upgraded exchange. */
-void
-forward_tunnel(struct conn *c)
-{
-	conn_set_state(c, CONN_TUNNEL);
-	side_read(&c->client, 1);
-	relay_pump(c);
 }

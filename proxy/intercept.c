@@ -16,7 +16,7 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 
-#include "proxy.h"
+#include "conn_int.h"
 
 #define INTERCEPT_PEEK_MAX   (SNI_HELLO_MAX + 2048) /* a ClientHello in its records */
 #define INTERCEPT_RETRY_MS   10
@@ -25,51 +25,24 @@
 static void intercept_tls_accept(struct conn *);
 
 /*
- * One `tls` audit event: a handshake that did not succeed, with the client
- * or (inside an intercepted connection) with the upstream.
+ * How an allowed CONNECT is carried: intercepted, or a byte tunnel of
+ * some kind. Hosts in network.passthrough are tunnelled untouched; so are
+ * allowlisted hosts on ports other than 443, where the allowlist already
+ * permits everything and the protocol need not be TLS at all.
  */
-void
-intercept_audit(struct conn *c, const char *rule, const char *reason, const char *error,
-                const char *hint)
-{
-	struct audit_event ev;
-
-	audit_event_init(&ev);
-	ev.event = "tls";
-	ev.action = "block";
-	ev.rule = rule;
-	ev.source = rule != NULL ? "builtin" : NULL;
-	ev.reason = reason;
-	ev.mode = conn_mode(c);
-	ev.client = c->client_addr;
-	ev.host = c->dest->host.name;
-	ev.port = c->dest->port;
-	ev.sni = c->dest->sni[0] ? c->dest->sni : NULL;
-	ev.tls = (c->flags & CONN_F_TLS) ? "intercept" : NULL;
-	ev.error = error;
-	ev.hint = hint;
-	audit_write(c->e->audit, &ev);
-}
-
-/*
- * How an allowed CONNECT is carried: NULL to intercept it, else the kind
- * of byte tunnel. Hosts in network.passthrough are tunnelled untouched;
- * so are allowlisted hosts on ports other than 443, where the allowlist
- * already permits everything and the protocol need not be TLS at all.
- */
-const char *
-intercept_tunnel_kind(struct conn *c)
+enum exchange_tls
+intercept_tls_mode(struct conn *c)
 {
 	struct domain_match m;
 
-	if (c->x->event != NULL)
-		return "tunnel"; /* transparent bytes that are not TLS */
+	if (c->x->kind == EXCHANGE_TCP)
+		return EXCHANGE_TLS_TUNNEL; /* redirected bytes that are not TLS */
 	if (c->x->host.kind == HOST_NAME && policy_passthrough(c->policy, &c->x->host, &m))
-		return "passthrough";
+		return EXCHANGE_TLS_PASSTHROUGH;
 	if (c->e->tls == NULL ||
 	    (c->x->decision.list == POLICY_LIST_ALLOWLIST && c->x->port != 443))
-		return "tunnel";
-	return NULL;
+		return EXCHANGE_TLS_TUNNEL;
+	return EXCHANGE_TLS_INTERCEPT;
 }
 
 /* Whether the first bytes start an HTTP request line: a method, then a space. */
@@ -174,7 +147,7 @@ intercept_peek_classify(struct conn *c, const unsigned char *b, size_t n)
 	}
 	/* A passthrough tunnel: relayed untouched from here on. */
 	side_read(&c->up, 1);
-	forward_tunnel(c);
+	conn_tunnel(c);
 	return 0;
 }
 
@@ -267,8 +240,8 @@ intercept_tls_failed(struct conn *c, const char *error)
 	const char *ca = tls_ca_path(c->e->tls), *bundle = tls_bundle_path(c->e->tls);
 
 	if (c->flags & CONN_F_SNI_MISMATCH) {
-		intercept_audit(c, "sni-mismatch",
-		                "the TLS server name differs from the CONNECT host", error, NULL);
+		conn_audit_tls(c, "sni-mismatch",
+		               "the TLS server name differs from the CONNECT host", error, NULL);
 		conn_close(c, "SNI differs from the CONNECT host");
 		return;
 	}
@@ -279,8 +252,8 @@ intercept_tls_failed(struct conn *c, const char *error)
 		    "the client may not trust egressd's CA: give it %s (NODE_EXTRA_CA_CERTS=%s; "
 		    "SSL_CERT_FILE, REQUESTS_CA_BUNDLE, CURL_CA_BUNDLE, GIT_SSL_CAINFO=%s)",
 		    ca, ca, bundle != NULL ? bundle : ca);
-	intercept_audit(c, "client-tls", "TLS handshake with the client failed", error,
-	                hint[0] ? hint : NULL);
+	conn_audit_tls(c, "client-tls", "TLS handshake with the client failed", error,
+	               hint[0] ? hint : NULL);
 	conn_close(c, "TLS handshake failed");
 }
 
@@ -299,6 +272,17 @@ intercept_tls_start(struct conn *c)
 	intercept_tls_accept(c);
 }
 
+/* The server name in the client's handshake, which tls.c checked against the CONNECT host. */
+static void
+intercept_sni_cb(void *arg, const char *sni, int mismatch)
+{
+	struct conn *c = arg;
+
+	str_copy(c->dest->sni, sizeof c->dest->sni, sni);
+	if (mismatch)
+		c->flags |= CONN_F_SNI_MISMATCH;
+}
+
 /* Answer the client's TLS with a leaf for the CONNECT host. */
 static void
 intercept_tls_accept(struct conn *c)
@@ -306,7 +290,10 @@ intercept_tls_accept(struct conn *c)
 	struct bufferevent *bev;
 
 	side_detach(&c->client); /* the socket goes to TLS */
-	bev = tls_accept(c->e->tls, c->e->base, c, &c->client.bev);
+	c->dest->peer.host = &c->dest->host;
+	c->dest->peer.sni_cb = intercept_sni_cb;
+	c->dest->peer.arg = c;
+	bev = tls_accept(c->e->tls, c->e->base, &c->dest->peer, &c->client.bev);
 	if (bev == NULL) {
 		intercept_tls_failed(c, "cannot set up TLS for this host");
 		return;
@@ -315,7 +302,7 @@ intercept_tls_accept(struct conn *c)
 	c->client.plain = 0;
 	bufferevent_setcb(bev, conn_client_read_cb, conn_client_write_cb, conn_event_cb,
 	                  &c->client);
-	bufferevent_setwatermark(bev, EV_WRITE, RELAY_LOW_MARK, 0);
+	bufferevent_setwatermark(bev, EV_WRITE, SIDE_LOW_MARK, 0);
 	bufferevent_enable(bev, EV_READ | EV_WRITE);
 	conn_set_state(c, CONN_HANDSHAKE);
 }
@@ -329,8 +316,6 @@ intercept_tls_accept(struct conn *c)
 void
 intercept_start(struct conn *c)
 {
-	static const char established[] = "HTTP/1.1 200 Connection established\r\n\r\n";
-
 	if (evbuffer_get_length(bufferevent_get_input(c->client.bev)) > 0) {
 		respond_error(c, 400, "Bad Request",
 		              "bytes sent before the tunnel was established");
@@ -340,14 +325,13 @@ intercept_start(struct conn *c)
 		c->dest = xcalloc(1, sizeof *c->dest);
 	c->dest->host = c->x->host;
 	c->dest->port = c->x->port;
-	c->x->status = 200;
-	c->x->tls = "intercept";
+	c->x->tls = EXCHANGE_TLS_INTERCEPT;
+	respond_established(c);
 	if (c->flags & CONN_F_TRANSPARENT) {
 		/* Its ClientHello was read already: the event can carry the name now. */
 		conn_audit(c);
 		conn_exchange_free(c);
-	} else
-		relay_send(&c->client, established, sizeof established - 1);
+	}
 	/* The CONNECT's own Connection header says nothing about the requests inside. */
 	c->flags = (c->flags & ~CONN_F_CLIENT_CLOSE) | CONN_F_TLS;
 	if (evbuffer_get_length(bufferevent_get_output(c->client.bev)) > 0) {
@@ -406,7 +390,7 @@ intercept_request(struct conn *c)
 
 	c->x->host = c->dest->host;
 	c->x->port = c->dest->port;
-	if (strcmp(c->x->req.method, "CONNECT") == 0 ||
+	if (c->x->req.method_id == HTTP_M_CONNECT ||
 	    (u->form != HTTP_TARGET_ORIGIN && u->form != HTTP_TARGET_ABSOLUTE)) {
 		respond_error(c, 400, "Bad Request", "expected an origin-form request inside TLS");
 		return;
@@ -423,5 +407,5 @@ intercept_request(struct conn *c)
 		return;
 	}
 	c->x->authority = u->form == HTTP_TARGET_ABSOLUTE ? u->authority : hv;
-	conn_request_body(c, 0);
+	request_body(c);
 }

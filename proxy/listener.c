@@ -21,6 +21,16 @@
 #define LISTENER_BACKLOG  1024
 #define LISTENER_RETRY_MS 500
 
+static const struct {
+	const char *name;
+	const char *why; /* the harm of one reachable from other hosts */
+} listener_kinds[] = {
+    [LISTENER_PROXY] = {"proxy", "an egress proxy reachable from other hosts is an open proxy"},
+    [LISTENER_TRANSPARENT] = {"transparent", "the connections redirected to it come from this "
+                                             "host alone"},
+    [LISTENER_DNS] = {"dns", "an open resolver answers anyone"},
+};
+
 struct listener {
 	struct egressd *e;
 	struct evconnlistener *lev;
@@ -30,9 +40,29 @@ struct listener {
 	int nodelay;     /* accepted sockets inherit TCP_NODELAY from the listener */
 };
 
+/*
+ * Every listener stays on loopback unless --allow-non-loopback (allow)
+ * says otherwise: the address ss, before binding it, or, with ss NULL,
+ * the address fd listens on (one inherited from a launcher). 0, or -1
+ * with err set.
+ */
+int
+listener_private(int fd, const struct sockaddr_storage *ss, enum listener_kind kind, int allow,
+                 char *err, size_t errlen)
+{
+	if (allow || (ss != NULL ? sock_addr_is_loopback(ss) : sock_is_loopback(fd)))
+		return 0;
+	snprintf(err, errlen,
+	         "the %s listener is not on a loopback address; %s (pass --allow-non-loopback if "
+	         "that is really meant)",
+	         listener_kinds[kind].name, listener_kinds[kind].why);
+	return -1;
+}
+
 /* Bind a non-blocking TCP listener; -1 with err set when it cannot. */
 int
-listener_bind(const char *spec, int allow_non_loopback, char *err, size_t errlen)
+listener_bind(const char *spec, enum listener_kind kind, int allow_non_loopback, char *err,
+              size_t errlen)
 {
 	struct sockaddr_storage ss;
 	socklen_t len;
@@ -43,12 +73,8 @@ listener_bind(const char *spec, int allow_non_loopback, char *err, size_t errlen
 		snprintf(err, errlen, "%s", why);
 		return -1;
 	}
-	if (!allow_non_loopback && !sock_addr_is_loopback(&ss)) {
-		snprintf(err, errlen,
-		         "not a loopback address; an egress proxy reachable from other hosts is an "
-		         "open proxy (pass --allow-non-loopback if that is really meant)");
+	if (listener_private(-1, &ss, kind, allow_non_loopback, err, errlen) == -1)
 		return -1;
-	}
 	if ((fd = sock_listen(&ss, len, SOCK_STREAM, LISTENER_BACKLOG)) == -1) {
 		snprintf(err, errlen, "%s", strerror(errno));
 		return -1;
@@ -107,13 +133,13 @@ listener_error_cb(struct evconnlistener *lev, void *arg)
 }
 
 struct listener *
-listener_new(struct egressd *e, int fd, int transparent)
+listener_new(struct egressd *e, int fd, enum listener_kind kind)
 {
 	struct listener *l;
 
 	l = xcalloc(1, sizeof *l);
 	l->e = e;
-	l->transparent = transparent;
+	l->transparent = kind == LISTENER_TRANSPARENT;
 	/*
 	 * Set once here, Linux copies TCP_NODELAY to every socket accepted
 	 * from this one: one system call less per connection.

@@ -22,10 +22,14 @@
 #include <linux/netlink.h>
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include <event2/event.h>
+
+#include "audit.h"
 #include "proxy.h"
 
 #define NFLOG_BUF        65536

@@ -2,7 +2,8 @@
  * egressd's own answers to a client: a short plain-text response, an error
  * that ends the connection (400, 502, 504, ...), and the 403 of a policy
  * block, which names the rule, its source and the policyctl command that
- * explains it. Each is audited with the exchange.
+ * explains it, each audited with the exchange; and the interim answers it
+ * gives itself: 200 to a CONNECT, 100 Continue.
  */
 #include <sys/socket.h>
 
@@ -12,7 +13,7 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 
-#include "proxy.h"
+#include "conn_int.h"
 
 /* A short response of our own: errors and policy blocks. */
 static void
@@ -76,12 +77,12 @@ respond_hint(struct conn *c, struct buf *b, int *body_flag)
 	int v6 = c->x->host.kind == HOST_ADDR && c->x->host.addr.af == AF_INET6;
 
 	*body_flag = 0;
-	if (strcmp(m->method, "CONNECT") == 0) {
+	if (c->x->kind != EXCHANGE_HTTP) {
 		buf_printf(b, "--method CONNECT %s%s%s:%u", v6 ? "[" : "", c->x->host.name,
 		           v6 ? "]" : "", c->x->port);
 		return;
 	}
-	if (strcmp(m->method, "GET") != 0)
+	if (m->method_id != HTTP_M_GET)
 		buf_printf(b, " --method %s", m->method);
 	if (m->flags & HTTP_F_UPGRADE && m->upgrade != NULL)
 		respond_hint_header(b, "Upgrade", m->upgrade);
@@ -122,7 +123,7 @@ respond_block(struct conn *c)
 	int keep, body_flag;
 
 	if ((c->flags & CONN_F_TRANSPARENT) && !(c->flags & CONN_F_TLS) &&
-	    strcmp(c->x->req.method, "CONNECT") == 0) {
+	    c->x->kind != EXCHANGE_HTTP) {
 		/* A redirected TLS or TCP stream cannot be answered in HTTP: cut it. */
 		c->x->status = 0;
 		conn_audit(c);
@@ -151,4 +152,30 @@ respond_block(struct conn *c)
 		return;
 	}
 	conn_exchange_done(c);
+}
+
+/*
+ * The 200 to an allowed CONNECT. A redirected stream asked nothing and
+ * gets no answer: its exchange only says it went on.
+ */
+void
+respond_established(struct conn *c)
+{
+	static const char established[] = "HTTP/1.1 200 Connection established\r\n\r\n";
+
+	c->x->status = 200;
+	if (!(c->flags & CONN_F_TRANSPARENT))
+		side_send(&c->client, established, sizeof established - 1);
+}
+
+/* 100 Continue to a client that expects it, once per exchange. */
+void
+respond_continue(struct conn *c)
+{
+	static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
+
+	if (c->flags & CONN_F_CONTINUE_SENT)
+		return;
+	evbuffer_add(bufferevent_get_output(c->client.bev), cont, sizeof cont - 1);
+	c->flags |= CONN_F_CONTINUE_SENT;
 }

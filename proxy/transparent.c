@@ -20,7 +20,7 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 
-#include "proxy.h"
+#include "conn_int.h"
 
 #define TRANSPARENT_SO_ORIGINAL_DST6 80 /* IP6T_SO_ORIGINAL_DST */
 #define TRANSPARENT_PEEK_MAX         (SNI_HELLO_MAX + 2048)
@@ -104,7 +104,7 @@ transparent_request(struct conn *c)
 	const char *hv = http_msg_header(&c->x->req, "Host"), *err, *end;
 	size_t len;
 
-	if (strcmp(c->x->req.method, "CONNECT") == 0 ||
+	if (c->x->req.method_id == HTTP_M_CONNECT ||
 	    (u->form != HTTP_TARGET_ORIGIN && u->form != HTTP_TARGET_ABSOLUTE)) {
 		respond_error(c, 400, "Bad Request", "expected an origin-form request");
 		return;
@@ -127,24 +127,23 @@ transparent_request(struct conn *c)
 		}
 		c->x->authority = hv;
 	}
-	conn_request_body(c, 0);
+	request_body(c);
 }
 
 /*
  * Decide a connection the transparent listener classified: host (a name
  * from SNI, or the original address) and the original port, as a CONNECT
- * would be. kind is "connect" for TLS and "tcp" for bytes that are neither
- * TLS nor HTTP (decided by address alone).
+ * would be. kind is EXCHANGE_CONNECT for TLS and EXCHANGE_TCP for bytes
+ * that are neither TLS nor HTTP (decided by address alone).
  */
 void
-transparent_decide(struct conn *c, const struct host *h, uint16_t port, const char *kind)
+transparent_decide(struct conn *c, const struct host *h, uint16_t port, enum exchange_kind kind)
 {
 	struct policy_request pr;
 
 	conn_exchange_new(c);
-	c->x->req.method = "CONNECT";
-	c->x->req_parsed = 1;
-	c->x->event = kind;
+	c->x->kind = kind;
+	c->x->begun = 1;
 	c->x->t_start = time_mono_ms();
 	c->x->host = *h;
 	c->x->port = port;
@@ -160,7 +159,7 @@ transparent_decide(struct conn *c, const struct host *h, uint16_t port, const ch
 	 * The rule comes before the address guard, so a refusal of the
 	 * guard's (list address) is this rule's.
 	 */
-	if (kind != NULL && c->x->decision.list != POLICY_LIST_ALLOWLIST &&
+	if (kind == EXCHANGE_TCP && c->x->decision.list != POLICY_LIST_ALLOWLIST &&
 	    (c->x->decision.action != ACTION_BLOCK || c->x->decision.list == POLICY_LIST_ADDRESS)) {
 		c->x->decision.action = ACTION_BLOCK;
 		snprintf(c->x->decision.rule, sizeof c->x->decision.rule, "not-http-or-tls");
@@ -222,8 +221,8 @@ transparent_classify(struct conn *c, const unsigned char *b, size_t n)
 	switch (sni_parse(b, n, c->dest->sni, sizeof c->dest->sni, &err)) {
 	case SNI_MORE:
 		if (n >= TRANSPARENT_PEEK_MAX) {
-			intercept_audit(c, "client-hello", "ClientHello too large",
-			                "ClientHello too large", NULL);
+			conn_audit_tls(c, "client-hello", "ClientHello too large",
+			               "ClientHello too large", NULL);
 			c->flags |= CONN_F_AUDITED;
 			conn_close(c, "ClientHello too large");
 			return 0;
@@ -232,20 +231,20 @@ transparent_classify(struct conn *c, const unsigned char *b, size_t n)
 	case SNI_FOUND:
 		if ((err = host_parse(c->dest->sni, strlen(c->dest->sni), &h)) != NULL ||
 		    h.kind != HOST_NAME) {
-			intercept_audit(c, "client-hello", "the TLS server name is not a host name",
-			                err ? err : "an address as server name", NULL);
+			conn_audit_tls(c, "client-hello", "the TLS server name is not a host name",
+			               err ? err : "an address as server name", NULL);
 			c->flags |= CONN_F_AUDITED;
 			conn_close(c, "bad server name");
 			return 0;
 		}
-		transparent_decide(c, &h, c->dest->port, NULL);
+		transparent_decide(c, &h, c->dest->port, EXCHANGE_CONNECT);
 		return 0;
 	case SNI_ABSENT:
 		/* No name: the original address is all there is to decide by. */
-		transparent_decide(c, &c->dest->host, c->dest->port, NULL);
+		transparent_decide(c, &c->dest->host, c->dest->port, EXCHANGE_CONNECT);
 		return 0;
 	case SNI_ERROR:
-		intercept_audit(c, "client-hello", "malformed ClientHello", err, NULL);
+		conn_audit_tls(c, "client-hello", "malformed ClientHello", err, NULL);
 		c->flags |= CONN_F_AUDITED;
 		conn_close(c, "malformed ClientHello");
 		return 0;
@@ -259,7 +258,7 @@ transparent_classify(struct conn *c, const unsigned char *b, size_t n)
 		conn_start(c);
 		return 0;
 	}
-	transparent_decide(c, &c->dest->host, c->dest->port, "tcp");
+	transparent_decide(c, &c->dest->host, c->dest->port, EXCHANGE_TCP);
 	return 0;
 }
 

@@ -20,6 +20,8 @@
 
 #include "proxy.h"
 #include "resolver.h"
+#include "tls.h"
+#include "upstream.h"
 
 #define UPSTREAM_MAX_ADDRS 16
 
@@ -152,8 +154,8 @@ upstream_rd_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct upstream *u = arg;
 
-	if (u->side != NULL) {
-		conn_side_read(fd, what, u->side);
+	if (u->rd_cb != NULL) {
+		u->rd_cb(fd, what, u->rd_arg);
 		return;
 	}
 	if (u->pool != NULL)
@@ -488,7 +490,8 @@ upstream_release(struct egressd *e, struct upstream *u, int reusable)
 	bufferevent_set_timeouts(u->bev, NULL, NULL);
 	bufferevent_setcb(u->bev, upstream_idle_read_cb, NULL, upstream_idle_event_cb, u);
 	if (u->rd != NULL) {
-		u->side = NULL;
+		u->rd_cb = NULL;
+		u->rd_arg = NULL;
 		event_add(u->rd, NULL); /* pending again, without the connection's timeout */
 	} else
 		bufferevent_enable(u->bev, EV_READ);

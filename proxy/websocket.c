@@ -19,7 +19,7 @@
 #include <event2/bufferevent.h>
 #include <openssl/rand.h>
 
-#include "proxy.h"
+#include "conn_int.h"
 #include "ws.h"
 
 struct websocket {
@@ -118,7 +118,7 @@ websocket_down(struct conn *c)
 		c->x->resp_body.bytes += (int64_t)v.iov_len;
 		evbuffer_remove_buffer(uin, c->e->scratch, v.iov_len);
 	}
-	relay_send_buffer(&c->client, c->e->scratch);
+	side_send_buffer(&c->client, c->e->scratch);
 }
 
 /*
@@ -143,15 +143,12 @@ websocket_close(struct conn *c, unsigned code, const char *text, const char *err
 		c->x->resp_body.bytes += (int64_t)n;
 		evbuffer_remove_buffer(uin, c->e->scratch, n);
 	}
-	relay_send_buffer(&c->client, c->e->scratch);
+	side_send_buffer(&c->client, c->e->scratch);
 	if (ws_track_boundary(&ws->down))
-		relay_send(&c->client, frame, ws_close_frame(frame, code, text));
+		side_send(&c->client, frame, ws_close_frame(frame, code, text));
 	c->x->error = error;
 	conn_audit(c); /* the upgrade's own event, while it still has its upstream */
-	side_detach(&c->up);
-	upstream_free(c->upstream);
-	c->upstream = NULL;
-	c->up.bev = NULL;
+	conn_up_detach(c, 0);
 	conn_flush_close(c);
 }
 
@@ -172,7 +169,7 @@ websocket_send(struct conn *c, int opcode, uint8_t *payload, size_t len)
 	evbuffer_add(c->e->scratch, head, n);
 	evbuffer_add(c->e->scratch, payload, len);
 	c->x->req_body.bytes += (int64_t)(n + len);
-	relay_send_buffer(&c->up, c->e->scratch);
+	side_send_buffer(&c->up, c->e->scratch);
 	return 0;
 }
 
@@ -223,7 +220,7 @@ websocket_frame_error(struct conn *c)
 /*
  * Relay both ways: the server's bytes as they come, the client's one
  * whole message at a time. The client is read only while the upstream's
- * queue is below RELAY_HIGH_MARK; a message held meanwhile is bounded by
+ * queue is below SIDE_HIGH_MARK; a message held meanwhile is bounded by
  * network.maxGraphqlBody.
  */
 void
@@ -237,7 +234,7 @@ websocket_pump(struct conn *c)
 	size_t used;
 
 	websocket_down(c);
-	while (evbuffer_get_length(uout) <= RELAY_HIGH_MARK &&
+	while (evbuffer_get_length(uout) <= SIDE_HIGH_MARK &&
 	       evbuffer_peek(cin, -1, NULL, &v, 1) == 1 && v.iov_len > 0) {
 		if (ws->rd.closed) {
 			/* After its close frame a client sends nothing more (§5.5.1). */
@@ -256,6 +253,6 @@ websocket_pump(struct conn *c)
 		if (r == WS_MESSAGE && websocket_message(c) == -1)
 			return;
 	}
-	relay_throttle(&c->client, &c->up);
-	relay_throttle(&c->up, &c->client);
+	side_throttle(&c->client, &c->up);
+	side_throttle(&c->up, &c->client);
 }

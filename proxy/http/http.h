@@ -39,6 +39,20 @@ enum http_body {
 	HTTP_BODY_CLOSE, /* until the server closes; responses only */
 };
 
+/* The request methods egressd tells apart, known by number once parsed (case-sensitive). */
+enum http_method {
+	HTTP_M_OTHER, /* any other token, forwarded as written */
+	HTTP_M_GET,
+	HTTP_M_HEAD,
+	HTTP_M_POST,
+	HTTP_M_PUT,
+	HTTP_M_DELETE,
+	HTTP_M_CONNECT,
+	HTTP_M_OPTIONS,
+	HTTP_M_TRACE,
+	HTTP_M_PATCH,
+};
+
 enum http_target_form {
 	HTTP_TARGET_ORIGIN,    /* /path?q */
 	HTTP_TARGET_ABSOLUTE,  /* http://host[:port]/path?q */
@@ -97,6 +111,7 @@ struct http_msg {
 	size_t head_len;    /* bytes of input the head took */
 	int version;        /* 10 or 11 */
 	const char *method; /* requests */
+	enum http_method method_id;
 	const char *target;
 	struct http_target uri;
 	int status; /* responses */
@@ -129,17 +144,21 @@ void http_msg_init(struct http_msg *);
 void http_msg_free(struct http_msg *);
 enum http_parse http_parse_request(const char *, size_t, const struct http_limits *,
                                    struct http_msg *);
-enum http_parse http_parse_response(const char *, size_t, const struct http_limits *, const char *,
-                                    struct http_msg *);
+enum http_parse http_parse_response(const char *, size_t, const struct http_limits *,
+                                    enum http_method, struct http_msg *);
+enum http_method http_method_id(const char *, size_t);
 const char *http_msg_header(const struct http_msg *, const char *);
+const char *http_field_value(const struct http_msg *, enum http_field);
 enum http_field http_field_id(const char *, size_t);
 int http_list_has(const char *, const char *);
 int http_visible(const char *);
+
+/* http_serialize.c */
 int http_request_serialize(const struct http_msg *, const char *, const char *, int, struct buf *);
 int http_response_serialize(const struct http_msg *, int, int, struct buf *, enum http_body *);
 
 /* http_target.c */
-const char *http_target_parse(const char *, const char *, struct http_target *);
+const char *http_target_parse(enum http_method, const char *, struct http_target *);
 void http_target_free(struct http_target *);
 const char *http_target_authority(const char *, size_t, int, size_t *, uint16_t *);
 

@@ -119,7 +119,7 @@ http_target_absolute(const char *scheme, size_t slen, const char *s, struct http
  * it. The host is returned as written; normalising it is the caller's.
  */
 const char *
-http_target_parse(const char *method, const char *target, struct http_target *out)
+http_target_parse(enum http_method method, const char *target, struct http_target *out)
 {
 	const char *error = NULL;
 	size_t hostlen, n;
@@ -130,7 +130,7 @@ http_target_parse(const char *method, const char *target, struct http_target *ou
 		return "invalid character in target";
 	if (strchr(target, '#') != NULL)
 		return "fragment in target";
-	if (strcmp(method, "CONNECT") == 0) {
+	if (method == HTTP_M_CONNECT) {
 		out->form = HTTP_TARGET_AUTHORITY;
 		n = strlen(target);
 		error = http_target_authority(target, n, 1, &hostlen, &out->port);
@@ -143,7 +143,7 @@ http_target_parse(const char *method, const char *target, struct http_target *ou
 		return NULL;
 	}
 	if (strcmp(target, "*") == 0) {
-		if (strcmp(method, "OPTIONS") != 0)
+		if (method != HTTP_M_OPTIONS)
 			return "asterisk-form without OPTIONS";
 		out->form = HTTP_TARGET_ASTERISK;
 		return NULL;

@@ -25,7 +25,6 @@
 #include <event2/bufferevent_ssl.h>
 
 #include "ca.h"
-#include "proxy.h" /* struct conn: the SNI callback marks a mismatch on it */
 #include "tls.h"
 #include "tls_int.h"
 
@@ -61,7 +60,7 @@ struct tls {
 	char *ca_path;   /* where the CA certificate was written */
 	char *bundle_path;
 	char *run_dir; /* made for this run when no --ca-out was given; removed at exit */
-	int conn_idx;  /* SSL ex_data index of the struct conn */
+	int peer_idx;  /* SSL ex_data index of the struct tls_peer (tls_accept's) */
 	int io_idx;    /* SSL ex_data index of the struct tlsio */
 	struct tlsio_list lingering;
 	/*
@@ -94,24 +93,27 @@ tls_alpn_select_cb(SSL *ssl, const unsigned char **out, unsigned char *outlen,
 }
 
 /*
- * The name the client asks for must be the one it sent CONNECT for: the
- * leaf and the policy decision are both for the CONNECT host, so another
- * SNI would be a request for a host nobody decided.
+ * The name the client asks for must be the peer's host, the one it sent
+ * CONNECT for: the leaf and the policy decision are both for that host,
+ * so another SNI would be a request for a host nobody decided. The name
+ * is reported to the peer's owner either way.
  */
 static int
 tls_servername_cb(SSL *ssl, int *al, void *arg)
 {
 	struct tls *t = arg;
-	struct conn *c = SSL_get_ex_data(ssl, t->conn_idx);
+	struct tls_peer *peer = SSL_get_ex_data(ssl, t->peer_idx);
 	const char *sni = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name);
 	struct host h;
+	int mismatch;
 
-	if (c == NULL || sni == NULL)
+	if (peer == NULL || sni == NULL)
 		return SSL_TLSEXT_ERR_NOACK;
-	snprintf(c->dest->sni, sizeof c->dest->sni, "%s", sni);
-	if (host_parse(sni, strlen(sni), &h) != NULL || h.kind != c->dest->host.kind ||
-	    strcmp(h.name, c->dest->host.name) != 0) {
-		c->flags |= CONN_F_SNI_MISMATCH;
+	mismatch = host_parse(sni, strlen(sni), &h) != NULL || h.kind != peer->host->kind ||
+	           strcmp(h.name, peer->host->name) != 0;
+	if (peer->sni_cb != NULL)
+		peer->sni_cb(peer->arg, sni, mismatch);
+	if (mismatch) {
 		*al = SSL_AD_UNRECOGNIZED_NAME;
 		return SSL_TLSEXT_ERR_ALERT_FATAL;
 	}
@@ -377,7 +379,7 @@ tls_new(const struct tls_opts *o, const struct config *cfg, char *err, size_t er
 
 	tls_protect_memory();
 	t = xcalloc(1, sizeof *t);
-	t->conn_idx = SSL_get_ex_new_index(0, NULL, NULL, NULL, NULL);
+	t->peer_idx = SSL_get_ex_new_index(0, NULL, NULL, NULL, NULL);
 	t->io_idx = SSL_get_ex_new_index(0, NULL, NULL, NULL, tlsio_ex_free_cb);
 	t->store_state = TLS_STORE_FAILED; /* until the check below passes */
 	TAILQ_INIT(&t->lingering);
@@ -481,18 +483,21 @@ tls_print_trust(const struct tls *t, FILE *f)
 
 /*
  * Turn the client's plain socket into the server end of TLS with a leaf
- * for the CONNECT host. The socket bufferevent lets go of its descriptor
- * (nothing may be buffered in it) and a TLS one takes it over.
+ * for the peer's host. The socket bufferevent lets go of its descriptor
+ * (nothing may be buffered in it) and a TLS one takes it over. The SSL
+ * holds peer as ex_data, read by the SNI callback during the handshake;
+ * the caller keeps it until the returned bufferevent is freed.
  */
 struct bufferevent *
-tls_accept(struct tls *t, struct event_base *base, struct conn *c, struct bufferevent **plainp)
+tls_accept(struct tls *t, struct event_base *base, struct tls_peer *peer,
+           struct bufferevent **plainp)
 {
 	struct bufferevent *plain = *plainp;
 	X509 *leaf;
 	SSL *ssl;
 	int fd = bufferevent_getfd(plain);
 
-	if ((leaf = ca_cache_get(t->leaves, c->dest->host.name, c->dest->host.kind == HOST_ADDR)) ==
+	if ((leaf = ca_cache_get(t->leaves, peer->host->name, peer->host->kind == HOST_ADDR)) ==
 	    NULL)
 		return NULL;
 	if ((ssl = SSL_new(t->server)) == NULL) {
@@ -506,7 +511,7 @@ tls_accept(struct tls *t, struct event_base *base, struct conn *c, struct buffer
 		return NULL;
 	}
 	X509_free(leaf);
-	SSL_set_ex_data(ssl, t->conn_idx, c);
+	SSL_set_ex_data(ssl, t->peer_idx, peer);
 	/* The store is parsed while this client's handshake is on the wire, if not yet. */
 	tls_start(t, base);
 	bufferevent_setfd(plain, -1);

@@ -12,7 +12,6 @@
 #include "policy.h"
 
 struct bufferevent;
-struct conn;
 struct event_base;
 
 /* sni.c */
@@ -35,6 +34,18 @@ struct tls_opts {
 	const char *upstream_ca;
 	const char *system_ca; /* the system store; NULL: CA_SYSTEM_BUNDLE */
 };
+/*
+ * The client a server-side handshake answers (tls_accept): the host its
+ * leaf is minted for, and where the server name the client sends is
+ * reported. A name other than host's refuses the handshake (with an
+ * unrecognized_name alert) after it is reported. The SSL keeps a pointer
+ * to the peer: it must stay valid until the bufferevent is freed.
+ */
+struct tls_peer {
+	const struct host *host;
+	void (*sni_cb)(void *arg, const char *sni, int mismatch); /* NULL: not reported */
+	void *arg;
+};
 struct tls *tls_new(const struct tls_opts *, const struct config *, char *, size_t);
 void tls_free(struct tls *);
 const char *tls_store_check(const char *);
@@ -43,7 +54,7 @@ void tls_start(struct tls *, struct event_base *);
 const char *tls_ca_path(const struct tls *);
 const char *tls_bundle_path(const struct tls *);
 void tls_print_trust(const struct tls *, FILE *);
-struct bufferevent *tls_accept(struct tls *, struct event_base *, struct conn *,
+struct bufferevent *tls_accept(struct tls *, struct event_base *, struct tls_peer *,
                                struct bufferevent **);
 struct bufferevent *tls_connect(struct tls *, struct event_base *, int, const struct host *);
 void tls_error(struct bufferevent *, char *, size_t, int *);

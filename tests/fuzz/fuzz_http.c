@@ -11,11 +11,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proxy.h"
+#include "http.h"
 
 #define FUZZ_MAX_INPUT (32 * 1024)
 
-static const char *const fuzz_methods[] = {"GET", "HEAD", "CONNECT", "POST", NULL};
+static const enum http_method fuzz_methods[] = {HTTP_M_GET, HTTP_M_HEAD, HTTP_M_CONNECT,
+                                                HTTP_M_POST, HTTP_M_OTHER};
 
 static uint32_t
 fuzz_rand(uint32_t *s)
@@ -35,7 +36,7 @@ fuzz_check(int ok)
 
 /* Parse a head whole, then again as it grows in random steps. */
 static enum http_parse
-fuzz_parse(const char *data, size_t len, int request, const char *method,
+fuzz_parse(const char *data, size_t len, int request, enum http_method method,
            const struct http_limits *lim, struct http_msg *msg, uint32_t *seed)
 {
 	enum http_parse r, r2 = HTTP_PARSE_INCOMPLETE;
@@ -69,6 +70,7 @@ fuzz_parse(const char *data, size_t len, int request, const char *method,
 	           again.flags == msg->flags && again.nheaders == msg->nheaders);
 	if (r == HTTP_PARSE_DONE && request)
 		fuzz_check(strcmp(again.method, msg->method) == 0 &&
+		           again.method_id == msg->method_id &&
 		           strcmp(again.target, msg->target) == 0);
 	http_msg_free(&again);
 	return r;
@@ -81,7 +83,7 @@ fuzz_request(const char *data, size_t len, uint32_t *seed)
 	struct http_msg msg, again;
 	struct buf out;
 
-	if (fuzz_parse(data, len, 1, NULL, NULL, &msg, seed) != HTTP_PARSE_DONE)
+	if (fuzz_parse(data, len, 1, HTTP_M_OTHER, NULL, &msg, seed) != HTTP_PARSE_DONE)
 		goto out;
 	buf_init(&out);
 	if (http_request_serialize(&msg, msg.target, NULL, fuzz_rand(seed) % 4, &out) == 0) {
@@ -91,7 +93,8 @@ fuzz_request(const char *data, size_t len, uint32_t *seed)
 		http_msg_init(&again);
 		fuzz_check(http_parse_request(out.data, out.len, &big, &again) == HTTP_PARSE_DONE);
 		fuzz_check(again.head_len == out.len);
-		fuzz_check(strcmp(again.method, msg.method) == 0);
+		fuzz_check(strcmp(again.method, msg.method) == 0 &&
+		           again.method_id == msg.method_id);
 		fuzz_check(strcmp(again.target, msg.target) == 0);
 		fuzz_check(again.body == msg.body && again.length == msg.length);
 		fuzz_check(http_msg_header(&again, "Proxy-Authorization") == NULL);
@@ -107,7 +110,7 @@ static void
 fuzz_response(const char *data, size_t len, uint32_t *seed)
 {
 	struct http_limits big = http_limits_default;
-	const char *method = fuzz_methods[fuzz_rand(seed) % EG_NELEM(fuzz_methods)];
+	enum http_method method = fuzz_methods[fuzz_rand(seed) % EG_NELEM(fuzz_methods)];
 	struct http_msg msg, again;
 	enum http_body body, want;
 	struct buf out;

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proxy.h"
+#include "tls.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 

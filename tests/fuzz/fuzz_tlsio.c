@@ -21,7 +21,7 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
-#include "proxy.h"
+#include "tls.h"
 
 #define FUZZ_HOST "fuzz.test"
 
@@ -82,8 +82,8 @@ static int
 fuzz_setup(struct run *r)
 {
 	struct bufferevent *plain;
-	static struct conn c;
-	static struct conn_dest dest;
+	static struct host host;
+	static struct tls_peer peer;
 	int sv[2], i;
 
 	if (fuzz_tls == NULL) {
@@ -105,13 +105,11 @@ fuzz_setup(struct run *r)
 			abort();
 		fuzz_cctx = SSL_CTX_new(TLS_client_method());
 		SSL_CTX_set_verify(fuzz_cctx, SSL_VERIFY_NONE, NULL);
-		if (host_parse(FUZZ_HOST, strlen(FUZZ_HOST), &dest.host) != NULL)
+		if (host_parse(FUZZ_HOST, strlen(FUZZ_HOST), &host) != NULL)
 			abort();
-		dest.port = 443;
-		c.dest = &dest;
+		peer.host = &host;
 	}
 	memset(r, 0, sizeof *r);
-	c.flags = 0;
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv) == -1)
 		abort();
 	r->fd = sv[1];
@@ -119,7 +117,7 @@ fuzz_setup(struct run *r)
 	r->got = evbuffer_new();
 	r->sent = evbuffer_new();
 	plain = bufferevent_socket_new(r->base, sv[0], BEV_OPT_CLOSE_ON_FREE);
-	if ((r->bev = tls_accept(fuzz_tls, r->base, &c, &plain)) == NULL)
+	if ((r->bev = tls_accept(fuzz_tls, r->base, &peer, &plain)) == NULL)
 		abort();
 	bufferevent_setcb(r->bev, fuzz_read_cb, NULL, fuzz_event_cb, r);
 	bufferevent_enable(r->bev, EV_READ | EV_WRITE);

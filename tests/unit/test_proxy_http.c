@@ -15,8 +15,15 @@
 
 #include <cmocka.h>
 
-#include "proxy.h"
+#include "http.h"
 #include "tsv.h"
+
+/* A request method's id, as the engine passes it to the response parser. */
+static enum http_method
+method_of(const char *name)
+{
+	return http_method_id(name, strlen(name));
+}
 
 /* Append the unescaped form of s[0..len) (see the .tsv headers). */
 static void
@@ -249,6 +256,8 @@ test_request_vectors(void **state)
 		if (whole.method != NULL) {
 			assert_string_equal(bytes.method, whole.method);
 			assert_string_equal(bytes.target, whole.target);
+			assert_int_equal(bytes.method_id, whole.method_id);
+			assert_int_equal(whole.method_id, method_of(whole.method));
 		}
 		assert_int_equal(body2.len, body.len);
 		if (body.len > 0)
@@ -283,7 +292,7 @@ test_response_vectors(void **state)
 		buf_init(&in);
 		unescape(&in, rows[i][5], strlen(rows[i][5]));
 		http_msg_init(&whole);
-		r = http_parse_response(in.data, in.len, NULL, rows[i][1], &whole);
+		r = http_parse_response(in.data, in.len, NULL, method_of(rows[i][1]), &whole);
 		st = r == HTTP_PARSE_DONE ? 200 : r == HTTP_PARSE_ERROR ? whole.error_status : 0;
 		if (st != atoi(rows[i][2]))
 			fail_msg("%s: status %d, want %s (%s)", rows[i][0], st, rows[i][2],
@@ -298,7 +307,7 @@ test_response_vectors(void **state)
 		http_msg_init(&bytes);
 		r2 = HTTP_PARSE_INCOMPLETE;
 		for (k = 0; k <= in.len && r2 == HTTP_PARSE_INCOMPLETE; k++)
-			r2 = http_parse_response(in.data, k, NULL, rows[i][1], &bytes);
+			r2 = http_parse_response(in.data, k, NULL, method_of(rows[i][1]), &bytes);
 		assert_int_equal(r2, r);
 		assert_int_equal(bytes.error_status, whole.error_status);
 		assert_int_equal(bytes.body, whole.body);
@@ -465,7 +474,7 @@ test_serialize_upgrade(void **state)
 	http_msg_init(&msg);
 	text = "HTTP/1.1 101 Switching\r\nUpgrade: websocket\r\n"
 	       "Connection: upgrade\r\nSec-WebSocket-Accept: x\r\n\r\n";
-	assert_int_equal(http_parse_response(text, strlen(text), NULL, "GET", &msg),
+	assert_int_equal(http_parse_response(text, strlen(text), NULL, HTTP_M_GET, &msg),
 	                 HTTP_PARSE_DONE);
 	assert_true(msg.flags & HTTP_F_UPGRADE);
 	assert_int_equal(http_response_serialize(&msg, 11, HTTP_SER_UPGRADE, &out, &body), 0);
@@ -489,7 +498,8 @@ response_case(const char *text, const char *method, int client, int flags, int w
 	enum http_body body = HTTP_BODY_NONE;
 
 	http_msg_init(&msg);
-	if (http_parse_response(text, strlen(text), NULL, method, &msg) != HTTP_PARSE_DONE)
+	if (http_parse_response(text, strlen(text), NULL, method_of(method), &msg) !=
+	    HTTP_PARSE_DONE)
 		fail_msg("%s: %s", text, msg.error);
 	buf_init(&out);
 	assert_int_equal(http_response_serialize(&msg, client, flags, &out, &body), want_rc);
@@ -646,11 +656,41 @@ test_parse_again(void **state)
 	http_msg_free(&msg);
 
 	http_msg_init(&msg);
-	assert_int_equal(http_parse_response("HTTP/1.1 200 OK\r\n\r\n", 19, NULL, NULL, &msg),
-	                 HTTP_PARSE_DONE);
+	assert_int_equal(
+	    http_parse_response("HTTP/1.1 200 OK\r\n\r\n", 19, NULL, HTTP_M_OTHER, &msg),
+	    HTTP_PARSE_DONE);
 	assert_int_equal(msg.body, HTTP_BODY_CLOSE);
-	assert_int_equal(http_parse_response("xx", 2, NULL, NULL, &msg), HTTP_PARSE_DONE);
+	assert_int_equal(http_parse_response("xx", 2, NULL, HTTP_M_OTHER, &msg), HTTP_PARSE_DONE);
 	http_msg_free(&msg);
+}
+
+/* Methods are known by number once parsed: exact, case-sensitive tokens only. */
+static void
+test_method_id(void **state)
+{
+	static const struct {
+		const char *name;
+		enum http_method id;
+	} cases[] = {
+	    {"GET", HTTP_M_GET},         {"HEAD", HTTP_M_HEAD},      {"POST", HTTP_M_POST},
+	    {"PUT", HTTP_M_PUT},         {"DELETE", HTTP_M_DELETE},  {"CONNECT", HTTP_M_CONNECT},
+	    {"OPTIONS", HTTP_M_OPTIONS}, {"TRACE", HTTP_M_TRACE},    {"PATCH", HTTP_M_PATCH},
+	    {"get", HTTP_M_OTHER},       {"Connect", HTTP_M_OTHER},  {"GETS", HTTP_M_OTHER},
+	    {"GE", HTTP_M_OTHER},        {"PROPFIND", HTTP_M_OTHER}, {"CONNECTX", HTTP_M_OTHER},
+	};
+	struct http_msg msg;
+	char text[128];
+	size_t i;
+
+	for (i = 0; i < EG_NELEM(cases); i++) {
+		assert_int_equal(method_of(cases[i].name), cases[i].id);
+		snprintf(text, sizeof text, "%s %s HTTP/1.1\r\nHost: a:1\r\n\r\n", cases[i].name,
+		         cases[i].id == HTTP_M_CONNECT ? "a:1" : "/x");
+		parse_ok(text, &msg);
+		assert_int_equal(msg.method_id, cases[i].id);
+		assert_string_equal(msg.method, cases[i].name);
+		http_msg_free(&msg);
+	}
 }
 
 static void
@@ -810,6 +850,7 @@ main(void)
 	    cmocka_unit_test(test_roundtrip),
 	    cmocka_unit_test(test_header_lookup),
 	    cmocka_unit_test(test_parse_again),
+	    cmocka_unit_test(test_method_id),
 	    cmocka_unit_test(test_keep_alive),
 	    cmocka_unit_test(test_limits),
 	    cmocka_unit_test(test_chunked_splits),

@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "proxy.h"
+#include "http.h"
 
 /* Known field names in any case get their number; anything else is HF_OTHER. */
 static void

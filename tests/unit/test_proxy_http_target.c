@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "proxy.h"
+#include "http.h"
 
 struct target_case {
 	const char *method;
@@ -77,7 +77,8 @@ test_targets(void **state)
 
 	for (i = 0; i < EG_NELEM(target_cases); i++) {
 		c = &target_cases[i];
-		error = http_target_parse(c->method, c->target, &t);
+		error =
+		    http_target_parse(http_method_id(c->method, strlen(c->method)), c->target, &t);
 		if ((error == NULL) != c->ok)
 			fail_msg("%s %s: %s", c->method, c->target, error ? error : "accepted");
 		if (error != NULL) {

@@ -14,7 +14,7 @@
 #include <openssl/bio.h>
 #include <openssl/ssl.h>
 
-#include "proxy.h"
+#include "tls.h"
 
 /* The first flight of an OpenSSL client: one ClientHello record. */
 static size_t

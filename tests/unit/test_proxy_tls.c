@@ -5,8 +5,10 @@
  * a socketpair. Checks: the handshake, requests pipelined in one record
  * all arrive, megabytes both ways arrive intact, the end of the stream
  * comes after the data before it, records still queued when a side is
- * freed are written out before the socket closes, the trust store check
- * before READY, and OpenSSL errors put in words for the audit.
+ * freed are written out before the socket closes, the client's server name
+ * reported through the peer (and another name than the peer's refused),
+ * the trust store check before READY, and OpenSSL errors put in words for
+ * the audit.
  */
 #include <setjmp.h>
 #include <signal.h>
@@ -30,7 +32,7 @@
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 
-#include "proxy.h"
+#include "tls.h"
 
 #define HOST "origin.test"
 
@@ -48,8 +50,11 @@ struct pair {
 	struct event_base *base;
 	struct tls *server_tls;
 	struct tls *client_tls;
-	struct conn conn;
-	struct conn_dest dest;
+	struct host host;
+	struct tls_peer peer;
+	char sni[256];    /* the server name reported through the peer */
+	int sni_mismatch; /* ... and whether it was another than host's */
+	int sni_calls;
 	struct end server;
 	struct end client;
 	size_t free_after; /* the server frees its side once this much is written */
@@ -159,10 +164,22 @@ both_connected(struct pair *p)
 	return p->server.connected && p->client.connected;
 }
 
-static int
-setup(void **state)
+static void
+peer_sni_cb(void *arg, const char *sni, int mismatch)
+{
+	struct pair *p = arg;
+
+	snprintf(p->sni, sizeof p->sni, "%s", sni);
+	p->sni_mismatch = mismatch;
+	p->sni_calls++;
+}
+
+/* A server end for HOST and a client end asking for name, handshaking. */
+static struct pair *
+pair_open(const char *name)
 {
 	struct pair *p = calloc(1, sizeof *p);
+	struct host client_host;
 	struct tls_opts so, co;
 	struct config cfg;
 	char store[96], ca[96], err[512];
@@ -194,22 +211,32 @@ setup(void **state)
 	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
 	/* A small socket buffer, so that a few records fill it. */
 	assert_int_equal(setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &(int){16384}, sizeof(int)), 0);
-	assert_null(host_parse(HOST, strlen(HOST), &p->dest.host));
-	p->dest.port = 443;
-	p->conn.dest = &p->dest;
+	assert_null(host_parse(HOST, strlen(HOST), &p->host));
+	assert_null(host_parse(name, strlen(name), &client_host));
+	p->peer.host = &p->host;
+	p->peer.sni_cb = peer_sni_cb;
+	p->peer.arg = p;
 	p->server.got = evbuffer_new();
 	p->client.got = evbuffer_new();
 
 	plain = bufferevent_socket_new(p->base, sv[0], BEV_OPT_CLOSE_ON_FREE);
-	p->server.bev = tls_accept(p->server_tls, p->base, &p->conn, &plain);
+	p->server.bev = tls_accept(p->server_tls, p->base, &p->peer, &plain);
 	assert_non_null(p->server.bev);
 	assert_null(plain);
 	bufferevent_setcb(p->server.bev, server_read_cb, server_write_cb, server_event_cb, p);
 	bufferevent_enable(p->server.bev, EV_READ | EV_WRITE);
-	p->client.bev = tls_connect(p->client_tls, p->base, sv[1], &p->dest.host);
+	p->client.bev = tls_connect(p->client_tls, p->base, sv[1], &client_host);
 	assert_non_null(p->client.bev);
 	bufferevent_setcb(p->client.bev, end_read_cb, NULL, end_event_cb, &p->client);
 	bufferevent_enable(p->client.bev, EV_READ | EV_WRITE);
+	return p;
+}
+
+static int
+setup(void **state)
+{
+	struct pair *p = pair_open(HOST);
+
 	run_until(p, both_connected);
 	/* Let the client take the session tickets the server sent after its Finished. */
 	for (int i = 0; i < 50; i++) {
@@ -217,6 +244,13 @@ setup(void **state)
 		usleep(200);
 	}
 	*state = p;
+	return 0;
+}
+
+static int
+setup_other_name(void **state)
+{
+	*state = pair_open("other.test");
 	return 0;
 }
 
@@ -397,6 +431,44 @@ test_linger_after_free(void **state)
 	evbuffer_free(b);
 }
 
+/* The server name the client sent reaches the peer's owner; the peer's own is accepted. */
+static void
+test_sni_reported(void **state)
+{
+	struct pair *p = *state;
+
+	assert_int_equal(p->sni_calls, 1);
+	assert_string_equal(p->sni, HOST);
+	assert_false(p->sni_mismatch);
+}
+
+static int
+both_ended(struct pair *p)
+{
+	return (p->server.error || p->server.eof) && (p->client.error || p->client.eof);
+}
+
+/* A name other than the peer's host is reported as such, and the handshake refused. */
+static void
+test_sni_other_refused(void **state)
+{
+	struct pair *p = *state;
+	char why[256];
+	int verify;
+
+	run_until(p, both_ended);
+	assert_int_equal(p->sni_calls, 1);
+	assert_string_equal(p->sni, "other.test");
+	assert_true(p->sni_mismatch);
+	assert_false(p->server.connected);
+	assert_false(p->client.connected);
+	/* Refused by the server for the name, before the client could look at a leaf. */
+	tls_error(p->client.bev, why, sizeof why, &verify);
+	assert_false(verify);
+	if (strstr(why, "it does not serve that name") == NULL)
+		fail_msg("the client was not refused for the name: %s", why);
+}
+
 static void
 test_store_check(void **state)
 {
@@ -495,6 +567,8 @@ main(void)
 	    cmocka_unit_test_setup_teardown(test_megabytes_both_ways, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_end_after_data, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_linger_after_free, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_sni_reported, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_sni_other_refused, setup_other_name, teardown),
 	    cmocka_unit_test(test_store_check),
 	    cmocka_unit_test(test_error_text),
 	};

@@ -1,0 +1,399 @@
+/*
+ * Engine scenarios for the connection engine: a client's bytes through
+ * the hub and its phases (request, forward, relay, respond, intercept,
+ * websocket) to what the client, the upstream and the audit log get, both
+ * ends scripted byte by byte and every timeout fired by hand
+ * (proxy_harness.h explains the harness and how to write a scenario).
+ * Between them the scenarios enter and leave every state of enum
+ * conn_state and take every way a connection closes.
+ */
+#include "proxy_harness.h"
+
+#define API "api.example.test"
+
+#define SCENARIO(f) cmocka_unit_test_teardown(f, pe_teardown)
+
+/* A GET to api.example.test, as the client sends it and as it goes upstream. */
+#define REQ_GET(path) "GET http://" API path " HTTP/1.1\r\nHost: " API "\r\n\r\n"
+#define UP_GET(path)  "GET " path " HTTP/1.1\r\nHost: " API "\r\nVia: 1.1 egressd\r\n\r\n"
+#define RESP_OK       "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+#define CLIENT_OK     "HTTP/1.1 200 OK\r\nVia: 1.1 egressd\r\nContent-Length: 2\r\n\r\nok"
+#define CLIENT_OK_CLOSE                                                                            \
+	"HTTP/1.1 200 OK\r\nVia: 1.1 egressd\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok"
+
+/* A GraphQL request body: a query, and a mutation. */
+#define GQL_QUERY    "{\"query\":\"{ viewer { login } }\"}"
+#define GQL_MUTATION "{\"query\":\"mutation { addStar(id: 1) { id } }\"}"
+
+/* Check the http audit line of one allowed GET with the 2-byte answer; returns nothing. */
+static void
+audit_get_ok(struct pe *h, const char *path)
+{
+	json_t *j = pe_audit(h, "http", "allow", "allow-methods", 200, 0, 2);
+
+	assert_string_equal(pe_field(j, "host"), API);
+	assert_int_equal(pe_int(j, "port"), 80);
+	assert_string_equal(pe_field(j, "method"), "GET");
+	assert_string_equal(pe_field(j, "path"), path);
+	assert_string_equal(pe_field(j, "scheme"), "http");
+	assert_string_equal(pe_field(j, "addr"), "93.184.216.34");
+	assert_string_equal(pe_field(j, "error"), "");
+	json_decref(j);
+}
+
+/*
+ * One GET of / answered 200 "ok" on upstream u (NULL: a new connection is
+ * expected); returns the upstream that carried it.
+ */
+static struct pe_sock *
+get_ok(struct pe *h, struct pe_sock *c, struct pe_sock *u)
+{
+	pe_send(h, c, REQ_GET("/"));
+	if (u == NULL)
+		u = pe_up(h);
+	else
+		pe_no_up(h);
+	pe_expect(h, u, UP_GET("/"));
+	pe_send(h, u, RESP_OK);
+	pe_expect(h, c, CLIENT_OK);
+	audit_get_ok(h, "/");
+	return u;
+}
+
+/*
+ * A GET goes upstream in origin form with Host restated and Via added,
+ * to the address the name resolved to; the Content-Length response comes
+ * back restated; one http audit line; the connection then waits for the
+ * next request (READ_HEAD) and the upstream stays open, pooled.
+ */
+static void
+test_get_content_length(void **state)
+{
+	struct pe h;
+	struct pe_sock *c, *u;
+	json_t *j;
+
+	pe_init(&h);
+	pe_start(&h);
+	c = pe_client(&h);
+	pe_state(&h, CONN_READ_HEAD);
+	pe_send(&h, c,
+	        "GET http://" API "/a/b?token=s3cr3t HTTP/1.1\r\nHost: " API
+	        "\r\nUser-Agent: t/1\r\nAccept: */*\r\n\r\n");
+	u = pe_up(&h);
+	assert_string_equal(u->addr, "93.184.216.34:80");
+	pe_expect(&h, u,
+	          "GET /a/b?token=s3cr3t HTTP/1.1\r\nHost: " API
+	          "\r\nUser-Agent: t/1\r\nAccept: */*\r\nVia: 1.1 egressd\r\n\r\n");
+	pe_state(&h, CONN_EXCHANGE);
+	pe_send(&h, u, "HTTP/1.1 200 OK\r\nServer: o\r\nContent-Length: 5\r\n\r\nhello");
+	pe_expect(
+	    &h, c,
+	    "HTTP/1.1 200 OK\r\nServer: o\r\nVia: 1.1 egressd\r\nContent-Length: 5\r\n\r\nhello");
+	j = pe_audit(&h, "http", "allow", "allow-methods", 200, 0, 5);
+	assert_string_equal(pe_field(j, "path"), "/a/b"); /* never the query: it may hold secrets */
+	assert_string_equal(pe_field(j, "mode"), "practical");
+	json_decref(j);
+	pe_state(&h, CONN_READ_HEAD);
+	pe_open(&h, c);
+	pe_open(&h, u);
+	assert_int_equal(h.nqueries, 2); /* A and AAAA */
+	pe_quiet(&h);
+	pe_stop(&h);
+}
+
+/* A chunked response reaches an HTTP/1.1 client chunked, re-framed by egressd. */
+static void
+test_chunked_response(void **state)
+{
+	struct pe h;
+	struct pe_sock *c, *u;
+	json_t *j;
+
+	pe_init(&h);
+	pe_start(&h);
+	c = pe_client(&h);
+	pe_send(&h, c, REQ_GET("/"));
+	u = pe_up(&h);
+	pe_expect(&h, u, UP_GET("/"));
+	pe_send(&h, u, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5;ext=1\r\nhello\r\n");
+	pe_expect(&h, c,
+	          "HTTP/1.1 200 OK\r\nVia: 1.1 egressd\r\nTransfer-Encoding: "
+	          "chunked\r\n\r\n5\r\nhello\r\n");
+	pe_send(&h, u, "1\r\n!\r\n0\r\nX-Trailer: t\r\n\r\n");
+	pe_expect(&h, c, "1\r\n!\r\n0\r\n\r\n");
+	j = pe_audit(&h, "http", "allow", "allow-methods", 200, 0, 6);
+	json_decref(j);
+	pe_state(&h, CONN_READ_HEAD);
+	pe_open(&h, u); /* pooled */
+	get_ok(&h, c, u);
+	pe_quiet(&h);
+	pe_stop(&h);
+}
+
+/*
+ * A response whose end is the upstream closing goes to an HTTP/1.1
+ * client chunked, each piece as it comes, its end (the upstream's EOF) a
+ * last chunk; the upstream said it closes, so the client's connection
+ * ends with the response.
+ */
+static void
+test_close_delimited_response(void **state)
+{
+	struct pe h;
+	struct pe_sock *c, *u;
+	json_t *j;
+
+	pe_init(&h);
+	pe_start(&h);
+	c = pe_client(&h);
+	pe_send(&h, c, REQ_GET("/"));
+	u = pe_up(&h);
+	pe_expect(&h, u, UP_GET("/"));
+	pe_send(&h, u, "HTTP/1.1 200 OK\r\n\r\nabc");
+	pe_expect(&h, c,
+	          "HTTP/1.1 200 OK\r\nVia: 1.1 egressd\r\nConnection: close\r\n"
+	          "Transfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n");
+	pe_audit_none(&h);
+	pe_send(&h, u, "defg");
+	pe_expect(&h, c, "4\r\ndefg\r\n");
+	pe_close(&h, u);
+	pe_expect(&h, c, "0\r\n\r\n");
+	pe_eof(&h, c);
+	j = pe_audit(&h, "http", "allow", "allow-methods", 200, 0, 7);
+	json_decref(j);
+	pe_gone(&h);
+	pe_quiet(&h);
+	pe_stop(&h);
+}
+
+/*
+ * Keep-alive: the second request on a connection goes up on the pooled
+ * upstream of the first; a second client to the same host:port gets it too
+ * once it is free again.
+ */
+static void
+test_keepalive_pool(void **state)
+{
+	struct pe h;
+	struct pe_sock *c, *c2, *u;
+
+	pe_init(&h);
+	pe_start(&h);
+	c = pe_client(&h);
+	u = get_ok(&h, c, NULL);
+	pe_state(&h, CONN_READ_HEAD);
+	assert_true(get_ok(&h, c, u) == u);
+	c2 = pe_client(&h);
+	assert_true(get_ok(&h, c2, u) == u);
+	assert_int_equal(h.nups, 1);
+	assert_int_equal(h.nqueries, 2); /* the name was resolved once */
+	pe_quiet(&h);
+	pe_stop(&h);
+}
+
+/*
+ * Pipelining: two requests in one write. The second waits for the first
+ * exchange to end, then goes up on the same upstream; the responses come
+ * back in order.
+ */
+static void
+test_pipelining(void **state)
+{
+	struct pe h;
+	struct pe_sock *c, *u;
+
+	pe_init(&h);
+	pe_start(&h);
+	c = pe_client(&h);
+	pe_send(&h, c, REQ_GET("/1") REQ_GET("/2"));
+	u = pe_up(&h);
+	pe_expect(&h, u, UP_GET("/1"));
+	pe_open(&h, u); /* not the second one yet */
+	pe_send(&h, u, RESP_OK);
+	pe_expect(&h, c, CLIENT_OK);
+	audit_get_ok(&h, "/1");
+	pe_expect(&h, u, UP_GET("/2"));
+	pe_send(&h, u, RESP_OK);
+	pe_expect(&h, c, CLIENT_OK);
+	audit_get_ok(&h, "/2");
+	assert_int_equal(h.nups, 1);
+	pe_state(&h, CONN_READ_HEAD);
+	pe_quiet(&h);
+	pe_stop(&h);
+}
+
+/*
+ * A blocklisted host: 403 naming the rule and the command that explains
+ * it, one block line, nothing resolved or connected; the connection stays
+ * open for the next request.
+ */
+static void
+test_blocked(void **state)
+{
+	struct pe h;
+	struct pe_sock *c;
+	json_t *j;
+
+	pe_init(&h);
+	pe_start(&h);
+	c = pe_client(&h);
+	pe_send(&h, c,
+	        "GET http://blocked.example.test/x HTTP/1.1\r\nHost: blocked.example.test\r\n\r\n");
+	pe_expect_reply(&h, c, "HTTP/1.1 403 Forbidden",
+	                "X-Egress-Rule: blocked.example.test\r\nConnection: keep-alive\r\n",
+	                "To see why: policyctl explain blocked.example.test\n");
+	j = pe_audit(&h, "http", "block", "blocked.example.test", 403, 0, -1);
+	assert_string_equal(pe_field(j, "host"), "blocked.example.test");
+	assert_string_equal(pe_field(j, "addr"), "");
+	json_decref(j);
+	pe_no_up(&h);
+	assert_int_equal(h.nqueries, 0);
+	pe_state(&h, CONN_READ_HEAD);
+
+	/* A write to an unlisted host: the method rules; the connection still serves. */
+	pe_send(&h, c, "DELETE http://" API "/x HTTP/1.1\r\nHost: " API "\r\n\r\n");
+	pe_expect_reply(&h, c, "HTTP/1.1 403 Forbidden", "X-Egress-Rule: method-not-allowed\r\n",
+	                "policyctl explain --method DELETE " API "\n");
+	j = pe_audit(&h, "http", "block", "method-not-allowed", 403, 0, -1);
+	json_decref(j);
+	pe_no_up(&h);
+	get_ok(&h, c, NULL);
+	pe_quiet(&h);
+	pe_stop(&h);
+}
+
+/*
+ * A POST body the decision needs is held (READ_BODY) until whole: a
+ * GraphQL query then goes up with it as Content-Length; a mutation is
+ * refused 403 and nothing of it goes anywhere.
+ */
+static void
+test_held_body(void **state)
+{
+	struct pe h;
+	struct pe_sock *c, *u;
+	char req[512], up[512];
+	json_t *j;
+
+	pe_init(&h);
+	pe_start(&h);
+	c = pe_client(&h);
+	snprintf(req, sizeof req,
+	         "POST http://" API "/graphql HTTP/1.1\r\nHost: " API
+	         "\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+	         "%zx\r\n%.10s\r\n",
+	         (size_t)10, GQL_QUERY);
+	pe_send(&h, c, req);
+	pe_state(&h, CONN_READ_BODY);
+	pe_no_up(&h);
+	assert_int_equal(h.nqueries, 0);
+	snprintf(req, sizeof req, "%zx\r\n%s\r\n0\r\n\r\n", strlen(GQL_QUERY) - 10, GQL_QUERY + 10);
+	pe_send(&h, c, req);
+	u = pe_up(&h);
+	snprintf(up, sizeof up,
+	         "POST /graphql HTTP/1.1\r\nHost: " API
+	         "\r\nContent-Type: application/json\r\nVia: 1.1 egressd\r\nContent-Length: "
+	         "%zu\r\n\r\n%s",
+	         strlen(GQL_QUERY), GQL_QUERY);
+	pe_expect(&h, u, up);
+	pe_send(&h, u, RESP_OK);
+	pe_expect(&h, c, CLIENT_OK);
+	j = pe_audit(&h, "http", "allow", "graphql-query", 200, (long long)strlen(GQL_QUERY), 2);
+	assert_string_equal(pe_field(json_object_get(j, "graphql"), "operation"), "query");
+	json_decref(j);
+
+	snprintf(req, sizeof req,
+	         "POST http://" API "/graphql HTTP/1.1\r\nHost: " API
+	         "\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n\r\n%s",
+	         strlen(GQL_MUTATION), GQL_MUTATION);
+	pe_send(&h, c, req);
+	pe_expect_reply(&h, c, "HTTP/1.1 403 Forbidden", "X-Egress-Rule: graphql-mutation\r\n",
+	                "--content-type 'application/json' --body FILE");
+	j = pe_audit(&h, "http", "block", "graphql-mutation", 403, 0, -1);
+	assert_string_equal(pe_field(json_object_get(j, "graphql"), "operation"), "mutation");
+	json_decref(j);
+	pe_open(&h, u); /* pooled, and the mutation never reached it */
+	pe_no_up(&h);
+	pe_state(&h, CONN_READ_HEAD);
+	pe_quiet(&h);
+	pe_stop(&h);
+}
+
+/*
+ * Expect: 100-continue. A body egressd holds is asked for by egressd
+ * itself (its own 100) and goes up at once after the head; the 100 the
+ * upstream may still send is not passed on a second time. A body that
+ * streams leaves the expectation to the upstream, whose 100 is passed on.
+ */
+static void
+test_expect_continue(void **state)
+{
+	struct pe h;
+	struct pe_sock *c, *u, *u2;
+	char req[512], up[512];
+	json_t *j;
+
+	pe_init(&h);
+	pe_start(&h);
+	c = pe_client(&h);
+	snprintf(req, sizeof req,
+	         "POST http://" API "/graphql HTTP/1.1\r\nHost: " API
+	         "\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: "
+	         "%zu\r\n\r\n",
+	         strlen(GQL_QUERY));
+	pe_send(&h, c, req);
+	pe_expect(&h, c, "HTTP/1.1 100 Continue\r\n\r\n");
+	pe_state(&h, CONN_READ_BODY);
+	pe_no_up(&h);
+	pe_send(&h, c, GQL_QUERY);
+	u = pe_up(&h);
+	snprintf(up, sizeof up,
+	         "POST /graphql HTTP/1.1\r\nHost: " API
+	         "\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nVia: 1.1 "
+	         "egressd\r\nContent-Length: %zu\r\n\r\n%s",
+	         strlen(GQL_QUERY), GQL_QUERY);
+	pe_expect(&h, u, up);
+	pe_send(&h, u, "HTTP/1.1 100 Continue\r\n\r\n" RESP_OK);
+	pe_expect(&h, c, CLIENT_OK);
+	j = pe_audit(&h, "http", "allow", "graphql-query", 200, (long long)strlen(GQL_QUERY), 2);
+	json_decref(j);
+
+	/* An allowlisted host: any method, the body streams, the upstream answers 100. */
+	pe_send(&h, c,
+	        "PUT http://open.example.test/f HTTP/1.1\r\nHost: open.example.test\r\n"
+	        "Expect: 100-continue\r\nContent-Length: 4\r\n\r\n");
+	u2 = pe_up(&h);
+	assert_string_equal(u2->addr, "93.184.216.35:80");
+	pe_expect(&h, u2,
+	          "PUT /f HTTP/1.1\r\nHost: open.example.test\r\nExpect: 100-continue\r\n"
+	          "Via: 1.1 egressd\r\nContent-Length: 4\r\n\r\n");
+	pe_open(&h, c); /* no 100 of egressd's own */
+	pe_send(&h, u2, "HTTP/1.1 100 Continue\r\n\r\n");
+	pe_expect(&h, c, "HTTP/1.1 100 Continue\r\n\r\n");
+	pe_send(&h, c, "data");
+	pe_expect(&h, u2, "data");
+	pe_send(&h, u2, "HTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n");
+	pe_expect(&h, c, "HTTP/1.1 201 Created\r\nVia: 1.1 egressd\r\nContent-Length: 0\r\n\r\n");
+	j = pe_audit(&h, "http", "allow", "open.example.test", 201, 4, 0);
+	json_decref(j);
+	pe_quiet(&h);
+	pe_stop(&h);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    SCENARIO(test_get_content_length),
+	    SCENARIO(test_chunked_response),
+	    SCENARIO(test_close_delimited_response),
+	    SCENARIO(test_keepalive_pool),
+	    SCENARIO(test_pipelining),
+	    SCENARIO(test_blocked),
+	    SCENARIO(test_held_body),
+	    SCENARIO(test_expect_continue),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

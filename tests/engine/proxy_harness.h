@@ -183,9 +183,6 @@ struct pe {
 	SSL_CTX *server_ctx; /* upstreams: leaves of upca */
 };
 
-/* The harness running now, for pe_teardown after a scenario that failed. */
-static struct pe *pe_running;
-
 /* Answer a question of the resolver's from pe_names. */
 static void
 pe_dns_answer(struct pe *h, const uint8_t *wire, size_t len, const struct sockaddr *from,
@@ -452,7 +449,6 @@ pe_start(struct pe *h)
 		    SSL_CTX_load_verify_locations(h->client_ctx, tls_ca_path(h->e->tls), NULL), 1);
 	}
 	upstream_pool_set_connect(h->e->pool, pe_connect, h);
-	pe_running = h;
 	assert_int_equal(egressd_start(h->e), 0);
 	j = pe_audit_next(h);
 	assert_string_equal(pe_field(j, "event"), "daemon");
@@ -791,6 +787,79 @@ pe_tls_server(struct pe *h, struct pe_sock *s, const char *name)
 }
 
 /*
+ * A TLS ClientHello for name as a client would send it, made in memory
+ * (the bytes of the first flight, nothing sent anywhere), into out.
+ */
+static PE_UNUSED void
+pe_client_hello(const char *name, struct buf *out)
+{
+	SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+	BIO *rd = BIO_new(BIO_s_mem()), *wr = BIO_new(BIO_s_mem());
+	char b[4096];
+	SSL *ssl;
+	int n;
+
+	assert_non_null(ctx);
+	ssl = SSL_new(ctx);
+	assert_non_null(ssl);
+	SSL_set_bio(ssl, rd, wr);
+	assert_int_equal(SSL_set_tlsext_host_name(ssl, name), 1);
+	SSL_set_connect_state(ssl);
+	assert_int_equal(SSL_do_handshake(ssl), -1);
+	while ((n = BIO_read(wr, b, sizeof b)) > 0)
+		buf_add(out, b, (size_t)n);
+	assert_true(out->len > 0);
+	SSL_free(ssl);
+	SSL_CTX_free(ctx);
+}
+
+/* Close with bytes left unread: the peer's next read is a reset, as with TCP. */
+static PE_UNUSED void
+pe_reset(struct pe *h, struct pe_sock *s)
+{
+	char b;
+
+	pe_settle(h);
+	assert_int_equal(recv(s->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT), 1);
+	pe_sock_close(s);
+}
+
+/* A WebSocket frame from the client: FIN, opcode, masked (payload < 126 bytes), into out. */
+static PE_UNUSED size_t
+pe_ws_frame(uint8_t *out, int opcode, const char *payload)
+{
+	static const uint8_t mask[4] = {0x37, 0xfa, 0x21, 0x3d};
+	size_t i, n = strlen(payload);
+
+	assert_true(n < 126);
+	out[0] = (uint8_t)(0x80 | opcode);
+	out[1] = (uint8_t)(0x80 | n);
+	memcpy(out + 2, mask, 4);
+	for (i = 0; i < n; i++)
+		out[6 + i] = (uint8_t)payload[i] ^ mask[i % 4];
+	return 6 + n;
+}
+
+/* The next bytes on s are one masked frame (FIN, opcode) carrying payload, whatever its mask. */
+static PE_UNUSED void
+pe_ws_expect_masked(struct pe *h, struct pe_sock *s, int opcode, const char *payload)
+{
+	size_t i, n = strlen(payload);
+	uint8_t *f;
+
+	assert_true(n < 126);
+	pe_need(h, s, 6 + n);
+	assert_true(s->in.len >= 6 + n);
+	f = (uint8_t *)s->in.data;
+	assert_int_equal(f[0], 0x80 | opcode);
+	assert_int_equal(f[1], 0x80 | n);
+	for (i = 0; i < n; i++)
+		if ((f[6 + i] ^ f[2 + i % 4]) != (uint8_t)payload[i])
+			fail_msg("masked payload differs at %zu", i);
+	pe_take(s, 6 + n);
+}
+
+/*
  * Check the next audit line: event, action ("" for none), rule ("" for
  * none), status (-1: none), bytes_up and bytes_down (-1: not checked);
  * returns it for more checks (json_decref it).
@@ -854,8 +923,8 @@ pe_stop(struct pe *h)
 	size_t i;
 	char path[128];
 
-	pe_running = NULL;
 	egressd_free(h->e);
+	h->e = NULL;
 	for (i = 0; i < h->nsocks; i++) {
 		pe_sock_close(&h->socks[i]);
 		buf_free(&h->socks[i].in);
@@ -877,14 +946,29 @@ pe_stop(struct pe *h)
 }
 
 /*
- * Every scenario's teardown (cmocka_unit_test_teardown): a scenario that
- * failed half-way leaves no runtime (and no signal handlers) to the next.
+ * Every scenario's setup and teardown (cmocka_unit_test_setup_teardown):
+ * the harness lives on the heap, so that a scenario that failed half-way
+ * (cmocka jumps out of it) leaves no runtime, and no signal handlers, to
+ * the next one.
  */
+static PE_UNUSED int
+pe_setup(void **state)
+{
+	struct pe *h = xcalloc(1, sizeof *h);
+
+	pe_init(h);
+	*state = h;
+	return 0;
+}
+
 static PE_UNUSED int
 pe_teardown(void **state)
 {
-	if (pe_running != NULL)
-		pe_stop(pe_running);
+	struct pe *h = *state;
+
+	if (h->e != NULL)
+		pe_stop(h);
+	free(h);
 	return 0;
 }
 

@@ -892,6 +892,345 @@ test_upstream_close_mid_body(void **state)
 	pe_stop(h);
 }
 
+/*
+ * The header timeout runs from a request's first byte: a head not whole
+ * in time closes the connection, and a new connection that sends nothing
+ * gets the same time, not the idle timeout. Nothing is audited: no
+ * request was read.
+ */
+static void
+test_header_timeout(void **state)
+{
+	struct pe *h = *state;
+	struct pe_sock *c;
+
+	pe_start(h);
+	c = pe_client(h);
+	pe_fire(h, pe_conn(h)->timer, 15);
+	pe_eof(h, c);
+	pe_gone(h);
+
+	c = pe_client(h);
+	pe_send(h, c, "GET http://" API "/ HTTP/1.1\r\n");
+	pe_state(h, CONN_READ_HEAD);
+	pe_fire(h, pe_conn(h)->timer, 15);
+	pe_eof(h, c);
+	pe_gone(h);
+	pe_no_up(h);
+	pe_quiet(h);
+	pe_stop(h);
+}
+
+/*
+ * A served keep-alive connection idles for the idle timeout, then closes;
+ * its upstream stays in the pool.
+ */
+static void
+test_idle_timeout(void **state)
+{
+	struct pe *h = *state;
+	struct pe_sock *c, *u;
+
+	pe_start(h);
+	c = pe_client(h);
+	u = get_ok(h, c, NULL);
+	pe_state(h, CONN_READ_HEAD);
+	pe_fire(h, pe_conn(h)->timer, 60);
+	pe_eof(h, c);
+	pe_gone(h);
+	pe_open(h, u);
+	pe_quiet(h);
+	pe_stop(h);
+}
+
+/*
+ * An upstream silent for the response timeout: 504 to the client, the
+ * upstream closed, the exchange audited with the timeout.
+ */
+static void
+test_response_timeout(void **state)
+{
+	struct pe *h = *state;
+	struct pe_sock *c, *u;
+	json_t *j;
+
+	pe_start(h);
+	c = pe_client(h);
+	pe_send(h, c, REQ_GET("/"));
+	u = pe_up(h);
+	pe_expect(h, u, UP_GET("/"));
+	pe_state(h, CONN_EXCHANGE);
+	pe_fire(h, pe_conn(h)->upstream->rd, 120);
+	expect_gateway_error(h, c, 504,
+	                     "egressd: 504 Gateway Timeout: upstream response timed out\n");
+	pe_eof(h, u);
+	j = pe_audit(h, "http", "allow", "allow-methods", 504, 0, 0);
+	assert_string_equal(pe_field(j, "error"), "upstream response timed out");
+	json_decref(j);
+	pe_quiet(h);
+	pe_stop(h);
+}
+
+/* A tunnel without a byte either way for the tunnel idle timeout is closed on both sides. */
+static void
+test_tunnel_idle_timeout(void **state)
+{
+	struct pe *h = *state;
+	struct pe_sock *c, *u;
+	json_t *j;
+
+	pe_start(h);
+	c = pe_client(h);
+	pe_send(h, c,
+	        "CONNECT open.example.test:22 HTTP/1.1\r\nHost: open.example.test:22\r\n\r\n");
+	u = pe_up(h);
+	pe_expect(h, c, "HTTP/1.1 200 Connection established\r\n\r\n");
+	pe_send(h, c, "ping");
+	pe_expect(h, u, "ping");
+	pe_state(h, CONN_TUNNEL);
+	pe_fire(h, pe_conn(h)->client.rd, 600);
+	pe_eof(h, c);
+	pe_eof(h, u);
+	pe_gone(h);
+	j = pe_audit(h, "connect", "allow", "open.example.test", 200, 4, 0);
+	assert_string_equal(pe_field(j, "tls"), "tunnel");
+	json_decref(j);
+	pe_quiet(h);
+	pe_stop(h);
+}
+
+/*
+ * A client that does not finish its TLS handshake in the header timeout
+ * is cut, with a tls event saying so.
+ */
+static void
+test_handshake_timeout(void **state)
+{
+	struct pe *h = *state;
+	struct pe_sock *c;
+	json_t *j;
+
+	h->intercept = 1;
+	pe_start(h);
+	c = pe_client(h);
+	pe_send(h, c, "CONNECT " API ":443 HTTP/1.1\r\nHost: " API ":443\r\n\r\n");
+	pe_expect(h, c, "HTTP/1.1 200 Connection established\r\n\r\n");
+	pe_fire(h, pe_conn(h)->timer, 15); /* armed for the ClientHello; re-armed below */
+	pe_eof(h, c);
+	pe_gone(h);
+	j = pe_audit(h, "connect", "allow", "unlisted-host", 200, 0, 0);
+	assert_string_equal(pe_field(j, "error"), "no TLS ClientHello in time");
+	json_decref(j);
+
+	c = pe_client(h);
+	pe_send(h, c, "CONNECT " API ":443 HTTP/1.1\r\nHost: " API ":443\r\n\r\n");
+	pe_expect(h, c, "HTTP/1.1 200 Connection established\r\n\r\n");
+	pe_tls_client(h, c, API, 1);
+	pe_state(h, CONN_HANDSHAKE);
+	json_decref(pe_audit(h, "connect", "allow", "unlisted-host", 200, 0, 0));
+	pe_fire(h, pe_conn(h)->timer, 15);
+	pe_gone(h);
+	j = pe_audit(h, "tls", "block", "client-tls", -1, -1, -1);
+	assert_string_equal(pe_field(j, "error"), "TLS handshake timed out");
+	assert_string_equal(pe_field(j, "sni"), API);
+	json_decref(j);
+	pe_no_up(h);
+	pe_quiet(h);
+	pe_stop(h);
+}
+
+/*
+ * SIGTERM, through the runtime's own handler: connections waiting for a
+ * request and idle pooled upstreams close at once; an exchange in flight
+ * finishes, its response saying Connection: close; then the runtime ends
+ * its loop.
+ */
+static void
+test_sigterm_drain(void **state)
+{
+	struct pe *h = *state;
+	struct pe_sock *c, *c2, *u, *u2;
+	json_t *j;
+
+	pe_start(h);
+	c = pe_client(h);
+	u = get_ok(h, c, NULL);
+	c2 = pe_client(h);
+	pe_send(h, c2, "GET http://open.example.test/ HTTP/1.1\r\nHost: open.example.test\r\n\r\n");
+	u2 = pe_up(h);
+	pe_expect(h, u2, "GET / HTTP/1.1\r\nHost: open.example.test\r\nVia: 1.1 egressd\r\n\r\n");
+	assert_int_equal(raise(SIGTERM), 0);
+	pe_eof(h, c);
+	pe_eof(h, u);
+	pe_open(h, c2);
+	pe_open(h, u2);
+	assert_int_equal(pe_conn(h)->state, CONN_EXCHANGE);
+	assert_false(h->exited);
+	pe_send(h, u2, RESP_OK);
+	pe_expect(h, c2, CLIENT_OK_CLOSE);
+	pe_eof(h, c2);
+	pe_eof(h, u2); /* not pooled while draining */
+	pe_gone(h);
+	j = pe_audit(h, "http", "allow", "open.example.test", 200, 0, 2);
+	json_decref(j);
+	assert_true(h->exited);
+	pe_quiet(h);
+	pe_stop(h);
+}
+
+/* An exchange still open when the grace period ends is cut, and audited so. */
+static void
+test_sigterm_grace(void **state)
+{
+	struct pe *h = *state;
+	struct pe_sock *c, *u;
+	json_t *j;
+
+	pe_start(h);
+	c = pe_client(h);
+	pe_send(h, c, REQ_GET("/"));
+	u = pe_up(h);
+	pe_expect(h, u, UP_GET("/"));
+	assert_int_equal(raise(SIGTERM), 0);
+	pe_open(h, c);
+	assert_false(h->exited);
+	pe_fire(h, h->e->ev_grace, 10);
+	pe_eof(h, c);
+	pe_eof(h, u);
+	pe_gone(h);
+	assert_true(h->exited);
+	j = pe_audit(h, "http", "allow", "allow-methods", -1, 0, 0);
+	assert_string_equal(pe_field(j, "error"), "cut at shutdown");
+	json_decref(j);
+	pe_quiet(h);
+	pe_stop(h);
+}
+
+/*
+ * A WebSocket upgrade to an allowlisted host is passed on with its
+ * extension offer; the 101 makes the connection a byte relay (TUNNEL).
+ */
+static void
+test_websocket_relay(void **state)
+{
+	struct pe *h = *state;
+	struct pe_sock *c, *u;
+	json_t *j;
+
+	pe_start(h);
+	c = pe_client(h);
+	pe_send(h, c,
+	        "GET http://open.example.test/ws HTTP/1.1\r\nHost: open.example.test\r\n"
+	        "Upgrade: websocket\r\nConnection: Upgrade\r\n"
+	        "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
+	        "Sec-WebSocket-Extensions: permessage-deflate\r\n\r\n");
+	u = pe_up(h);
+	pe_expect(h, u,
+	          "GET /ws HTTP/1.1\r\nHost: open.example.test\r\n"
+	          "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
+	          "Sec-WebSocket-Extensions: permessage-deflate\r\nVia: 1.1 egressd\r\n"
+	          "Upgrade: websocket\r\nConnection: upgrade\r\n\r\n");
+	pe_send(h, u,
+	        "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+	        "Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n");
+	pe_expect(h, c,
+	          "HTTP/1.1 101 Switching Protocols\r\n"
+	          "Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\nVia: 1.1 egressd\r\n"
+	          "Upgrade: websocket\r\nConnection: upgrade\r\n\r\n");
+	pe_state(h, CONN_TUNNEL);
+	pe_send(h, c,
+	        "\x81\x82\x01\x02\x03\x04"
+	        "AB"); /* any bytes: not read */
+	pe_expect(h, u,
+	          "\x81\x82\x01\x02\x03\x04"
+	          "AB");
+	pe_send(h, u, "\x81\x02hi");
+	pe_expect(h, c, "\x81\x02hi");
+	pe_close(h, u);
+	pe_eof(h, c);
+	pe_close(h, c);
+	pe_gone(h);
+	j = pe_audit(h, "http", "allow", "open.example.test", 101, 8, 4);
+	json_decref(j);
+	pe_quiet(h);
+	pe_stop(h);
+}
+
+/*
+ * A GraphQL WebSocket to an unlisted host is read message by message:
+ * the upgrade goes without extensions, each allowed message goes up
+ * re-masked as one frame, a mutation gets close 4403 and never reaches
+ * the upstream, which is closed; each operation is a websocket event.
+ */
+static void
+test_websocket_graphql(void **state)
+{
+	static const char init[] = "{\"type\":\"connection_init\"}";
+	static const char query[] = "{\"type\":\"subscribe\",\"id\":\"1\",\"payload\":{\"query\":"
+	                            "\"{ viewer { login } }\"}}";
+	static const char mutation[] =
+	    "{\"type\":\"subscribe\",\"id\":\"2\",\"payload\":{\"query\":"
+	    "\"mutation { addStar(id: 1) { id } }\"}}";
+	struct pe *h = *state;
+	struct pe_sock *c, *u;
+	uint8_t f[256];
+	size_t n;
+	json_t *j;
+
+	pe_start(h);
+	c = pe_client(h);
+	pe_send(h, c,
+	        "GET http://" API "/graphql HTTP/1.1\r\nHost: " API "\r\n"
+	        "Upgrade: websocket\r\nConnection: Upgrade\r\n"
+	        "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
+	        "Sec-WebSocket-Protocol: graphql-transport-ws\r\n"
+	        "Sec-WebSocket-Extensions: permessage-deflate\r\n\r\n");
+	u = pe_up(h);
+	pe_expect(h, u,
+	          "GET /graphql HTTP/1.1\r\nHost: " API "\r\n"
+	          "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
+	          "Sec-WebSocket-Protocol: graphql-transport-ws\r\nVia: 1.1 egressd\r\n"
+	          "Upgrade: websocket\r\nConnection: upgrade\r\n\r\n");
+	pe_send(h, u,
+	        "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+	        "Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n"
+	        "Sec-WebSocket-Protocol: graphql-transport-ws\r\n\r\n");
+	pe_expect(h, c,
+	          "HTTP/1.1 101 Switching Protocols\r\n"
+	          "Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n"
+	          "Sec-WebSocket-Protocol: graphql-transport-ws\r\nVia: 1.1 egressd\r\n"
+	          "Upgrade: websocket\r\nConnection: upgrade\r\n\r\n");
+	pe_state(h, CONN_TUNNEL);
+
+	n = pe_ws_frame(f, 0x1, init);
+	pe_sendn(h, c, f, n);
+	pe_ws_expect_masked(h, u, 0x1, init);
+	n = pe_ws_frame(f, 0x1, query);
+	pe_sendn(h, c, f, n);
+	pe_ws_expect_masked(h, u, 0x1, query);
+	j = pe_audit(h, "websocket", "allow", "websocket-graphql", -1, -1, -1);
+	json_decref(j);
+	pe_send(h, u, "\x81\x05hello");
+	pe_expect(h, c, "\x81\x05hello");
+
+	n = pe_ws_frame(f, 0x1, mutation);
+	pe_sendn(h, c, f, n);
+	pe_expect(h, c,
+	          "\x88\x32\x11\x33"
+	          "egressd: message refused (rule graphql-mutation)");
+	pe_eof(h, c);
+	pe_eof(h, u);
+	pe_gone(h);
+	j = pe_audit(h, "websocket", "block", "graphql-mutation", -1, -1, -1);
+	json_decref(j);
+	j = pe_audit(h, "http", "allow", "websocket-graphql", 101,
+	             (long long)(6 + strlen(init) + 6 + strlen(query)), 7);
+	assert_string_equal(pe_field(j, "error"), "WebSocket message refused by the policy");
+	json_decref(j);
+	pe_quiet(h);
+	pe_stop(h);
+}
+
 int
 main(void)
 {
@@ -917,6 +1256,15 @@ main(void)
 	    SCENARIO(test_client_close_mid_body),
 	    SCENARIO(test_client_close_mid_response),
 	    SCENARIO(test_upstream_close_mid_body),
+	    SCENARIO(test_header_timeout),
+	    SCENARIO(test_idle_timeout),
+	    SCENARIO(test_response_timeout),
+	    SCENARIO(test_tunnel_idle_timeout),
+	    SCENARIO(test_handshake_timeout),
+	    SCENARIO(test_sigterm_drain),
+	    SCENARIO(test_sigterm_grace),
+	    SCENARIO(test_websocket_relay),
+	    SCENARIO(test_websocket_graphql),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

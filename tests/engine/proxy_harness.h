@@ -345,6 +345,7 @@ static PE_UNUSED void
 pe_init(struct pe *h)
 {
 	memset(h, 0, sizeof *h);
+	log_init("egressd", LOG_LVL_WARN);
 	h->yaml = pe_default_yaml;
 	egressd_conf_init(&h->conf);
 	h->audit_rd = h->dns = h->refuse_fd = -1;
@@ -553,18 +554,40 @@ pe_take(struct pe_sock *s, size_t n)
 	s->in.len -= n;
 }
 
-/* The next bytes on s are exactly want (the NUL-terminated string). */
+/* Bytes as text for a failure message: lines kept, other control bytes as \\xNN. */
+static void
+pe_show(struct buf *b, const char *p, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n && i < 8192; i++) {
+		if (p[i] == '\n' || (p[i] >= 0x20 && p[i] < 0x7f))
+			buf_addc(b, p[i]);
+		else if (p[i] == '\r')
+			buf_adds(b, "\\r");
+		else
+			buf_printf(b, "\\x%02x", (unsigned char)p[i]);
+	}
+}
+
+/* The next n bytes on s are exactly want. */
 static PE_UNUSED void
 pe_expectn(struct pe *h, struct pe_sock *s, const char *want, size_t n)
 {
+	struct buf w, g;
 	size_t i;
 
 	pe_need(h, s, n);
 	for (i = 0; i < n && i < s->in.len && s->in.data[i] == want[i]; i++)
 		;
-	if (i < n)
-		fail_msg("bytes differ at %zu\n--- expected:\n%.*s\n--- got:\n%.*s", i, (int)n,
-		         want, (int)s->in.len, s->in.data);
+	if (i < n) {
+		buf_init(&w);
+		buf_init(&g);
+		pe_show(&w, want, n);
+		pe_show(&g, s->in.data, s->in.len);
+		fail_msg("bytes differ at %zu\n--- expected:\n%s\n--- got:\n%s", i, buf_cstr(&w),
+		         buf_cstr(&g));
+	}
 	pe_take(s, n);
 }
 

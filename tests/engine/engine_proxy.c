@@ -189,6 +189,57 @@ test_keepalive_pool(void **state)
 }
 
 /*
+ * The pool lets go of idle upstreams: one the server closes is dropped at
+ * once, so a request that could not be sent twice (a body) goes on a
+ * fresh connection rather than on the dead one; one idle for the pool's
+ * idle timeout is closed by egressd.
+ */
+static void
+test_pool_idle(void **state)
+{
+	struct pe *h = *state;
+	struct pe_sock *c, *u, *u2;
+	struct upstream *up;
+	json_t *j;
+
+	pe_start(h);
+	c = pe_client(h);
+	pe_send(h, c,
+	        "PUT http://open.example.test/f HTTP/1.1\r\nHost: open.example.test\r\n"
+	        "Content-Length: 1\r\n\r\na");
+	u = pe_up(h);
+	pe_expect(h, u,
+	          "PUT /f HTTP/1.1\r\nHost: open.example.test\r\nVia: 1.1 egressd\r\n"
+	          "Content-Length: 1\r\n\r\na");
+	pe_send(h, u, RESP_OK);
+	pe_expect(h, c, CLIENT_OK);
+	json_decref(pe_audit(h, "http", "allow", "open.example.test", 200, 1, 2));
+	pe_close(h, u);
+	pe_settle(h);
+
+	pe_send(h, c,
+	        "PUT http://open.example.test/f HTTP/1.1\r\nHost: open.example.test\r\n"
+	        "Content-Length: 1\r\n\r\nb");
+	u2 = pe_up(h);
+	pe_expect(h, u2,
+	          "PUT /f HTTP/1.1\r\nHost: open.example.test\r\nVia: 1.1 egressd\r\n"
+	          "Content-Length: 1\r\n\r\nb");
+	up = pe_conn(h)->upstream;
+	assert_non_null(up);
+	assert_int_equal(up->reused, 0);
+	pe_send(h, u2, RESP_OK);
+	pe_expect(h, c, CLIENT_OK);
+	j = pe_audit(h, "http", "allow", "open.example.test", 200, 1, 2);
+	json_decref(j);
+	pe_open(h, u2);
+	pe_fire(h, up->idle_timer, 30);
+	pe_eof(h, u2);
+	get_ok(h, c, NULL);
+	pe_quiet(h);
+	pe_stop(h);
+}
+
+/*
  * Pipelining: two requests in one write. The second waits for the first
  * exchange to end, then goes up on the same upstream; the responses come
  * back in order.
@@ -528,6 +579,42 @@ test_intercept(void **state)
 	json_decref(j);
 	pe_open(h, u); /* pooled; the POST never reached it */
 	pe_state(h, CONN_READ_HEAD);
+	pe_quiet(h);
+	pe_stop(h);
+}
+
+/*
+ * An upstream whose certificate does not verify (a leaf for another
+ * name) is refused: a tls event naming the certificate, and a 502 inside
+ * the client's TLS saying why.
+ */
+static void
+test_intercept_upstream_cert(void **state)
+{
+	struct pe *h = *state;
+	struct pe_sock *c, *u;
+	json_t *j;
+
+	h->intercept = 1;
+	pe_start(h);
+	c = pe_client(h);
+	pe_send(h, c, "CONNECT " API ":443 HTTP/1.1\r\nHost: " API ":443\r\n\r\n");
+	pe_expect(h, c, "HTTP/1.1 200 Connection established\r\n\r\n");
+	pe_tls_client(h, c, API, -1);
+	json_decref(pe_audit(h, "connect", "allow", "unlisted-host", 200, 0, 0));
+	pe_send(h, c, "GET / HTTP/1.1\r\nHost: " API "\r\n\r\n");
+	u = pe_up(h);
+	pe_tls_server_as(h, u, "other.example.test", 0);
+	pe_expect_reply(h, c, "HTTP/1.1 502 Bad Gateway", "Connection: close\r\n",
+	                "egressd: 502 Bad Gateway: upstream TLS with " API ":443 failed: ");
+	pe_eof(h, c);
+	pe_gone(h);
+	j = pe_audit(h, "tls", "block", "upstream-certificate", -1, -1, -1);
+	assert_string_equal(pe_field(j, "host"), API);
+	json_decref(j);
+	j = pe_audit(h, "http", "allow", "allow-methods", 502, 0, 0);
+	assert_string_equal(pe_field(j, "scheme"), "https");
+	json_decref(j);
 	pe_quiet(h);
 	pe_stop(h);
 }
@@ -1239,6 +1326,7 @@ main(void)
 	    SCENARIO(test_chunked_response),
 	    SCENARIO(test_close_delimited_response),
 	    SCENARIO(test_keepalive_pool),
+	    SCENARIO(test_pool_idle),
 	    SCENARIO(test_pipelining),
 	    SCENARIO(test_blocked),
 	    SCENARIO(test_held_body),
@@ -1246,6 +1334,7 @@ main(void)
 	    SCENARIO(test_connect_tunnel),
 	    SCENARIO(test_passthrough),
 	    SCENARIO(test_intercept),
+	    SCENARIO(test_intercept_upstream_cert),
 	    SCENARIO(test_tls_wait),
 	    SCENARIO(test_flush),
 	    SCENARIO(test_upstream_refused),
@@ -1265,7 +1354,12 @@ main(void)
 	    SCENARIO(test_sigterm_grace),
 	    SCENARIO(test_websocket_relay),
 	    SCENARIO(test_websocket_graphql),
+	    /* Last: the scenarios above saw every state. */
+	    cmocka_unit_test(pe_states_all),
 	};
 
+	/* ENGINE_ONLY=test_name (a glob) runs those scenarios alone. */
+	if (getenv("ENGINE_ONLY") != NULL)
+		cmocka_set_test_filter(getenv("ENGINE_ONLY"));
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

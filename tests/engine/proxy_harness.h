@@ -109,6 +109,7 @@
 #define PE_WAIT_ROUNDS 2000 /* of at most 1 ms each: a failing scenario's bound */
 #define PE_SETTLE      8    /* event loop turns that leave nothing pending */
 #define PE_TLS_ROUNDS  64   /* handshake steps, each followed by a settle */
+#define PE_FIRE_SLACK  3    /* seconds a timer may have run before pe_fire looks */
 
 #define PE_UNUSED __attribute__((unused))
 
@@ -257,8 +258,14 @@ pe_settle(struct pe *h)
 {
 	int i;
 
+	/*
+	 * One pass of the loop at a time: EVLOOP_NONBLOCK alone returns only
+	 * once nothing is active, so an engine that spins on an event always
+	 * ready would hold the scenario inside one call (until a real timer
+	 * fired) instead of failing it at the bounds of pe_need and pe_up.
+	 */
 	for (i = 0; i < PE_SETTLE; i++) {
-		event_base_loop(h->e->base, EVLOOP_NONBLOCK);
+		event_base_loop(h->e->base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
 		if (event_base_got_exit(h->e->base))
 			h->exited = 1;
 		pe_dns_serve(h);
@@ -465,12 +472,27 @@ pe_conn(struct pe *h)
 	return TAILQ_FIRST(&h->e->conns);
 }
 
+/* The states scenarios have seen a connection in (pe_state), for pe_states_all. */
+static unsigned pe_states_seen;
+
 /* The one open connection is in state s. */
 static PE_UNUSED void
 pe_state(struct pe *h, enum conn_state s)
 {
 	pe_settle(h);
 	assert_int_equal(pe_conn(h)->state, s);
+	pe_states_seen |= 1u << s;
+}
+
+/* Every state of enum conn_state was seen by some scenario run before this. */
+static PE_UNUSED void
+pe_states_all(void **state)
+{
+	enum conn_state s;
+
+	for (s = CONN_READ_HEAD; s <= CONN_PEEK; s++)
+		if (!(pe_states_seen & (1u << s)))
+			fail_msg("no scenario saw a connection in state %d", (int)s);
 }
 
 /* No connection is open. */
@@ -728,23 +750,26 @@ pe_no_up(struct pe *h)
 }
 
 /*
- * The timer ev is armed to expire secs seconds from now (give or take
- * one: it was armed a moment ago): make them pass for it alone.
+ * The timer ev is armed to expire secs seconds from now: make them pass
+ * for it alone. It was armed a moment ago, by the base's cached clock, and
+ * event_pending reports it in wall-clock time converted from the loop's
+ * monotonic one: so up to PE_FIRE_SLACK seconds less count as secs, and
+ * 100 ms more. The timeouts a scenario tells apart differ by more.
  */
 static PE_UNUSED void
 pe_fire(struct pe *h, struct event *ev, long secs)
 {
 	struct timeval due, now;
-	long left;
+	long long left;
 
 	pe_settle(h);
 	assert_non_null(ev);
 	if (!event_pending(ev, EV_TIMEOUT, &due))
 		fail_msg("the timer is not armed");
 	gettimeofday(&now, NULL);
-	left = (long)(due.tv_sec - now.tv_sec) + (due.tv_usec - now.tv_usec) / 1000000;
-	if (left < secs - 1 || left > secs)
-		fail_msg("the timer is armed for %ld s, not %ld s", left, secs);
+	left = (long long)(due.tv_sec - now.tv_sec) * 1000000 + (due.tv_usec - now.tv_usec);
+	if (left <= (secs - PE_FIRE_SLACK) * 1000000LL || left > secs * 1000000LL + 100000)
+		fail_msg("the timer is armed for %lld ms, not %ld s", left / 1000, secs);
 	event_active(ev, EV_TIMEOUT, 1);
 	pe_settle(h);
 }
@@ -792,11 +817,15 @@ pe_tls_finish(struct pe *h, struct pe_sock *s)
 	pe_tls_handshake(h, s, -1);
 }
 
-/* The test's upstream answers egressd's TLS with a leaf of the upstream CA for name. */
+/*
+ * The test's upstream answers egressd's TLS with a leaf of the upstream CA
+ * for name; ok 0: the handshake must fail (egressd refuses the leaf).
+ */
 static PE_UNUSED void
-pe_tls_server(struct pe *h, struct pe_sock *s, const char *name)
+pe_tls_server_as(struct pe *h, struct pe_sock *s, const char *name, int ok)
 {
 	X509 *leaf = ca_cache_get(h->upleaves, name, 0);
+	int i, r, err;
 
 	assert_non_null(leaf);
 	s->ssl = SSL_new(h->server_ctx);
@@ -806,7 +835,29 @@ pe_tls_server(struct pe *h, struct pe_sock *s, const char *name)
 	X509_free(leaf);
 	assert_int_equal(SSL_set_fd(s->ssl, s->fd), 1);
 	SSL_set_accept_state(s->ssl);
-	pe_tls_handshake(h, s, -1);
+	if (ok) {
+		pe_tls_handshake(h, s, -1);
+		return;
+	}
+	for (i = 0; i < PE_TLS_ROUNDS; i++) {
+		ERR_clear_error();
+		if ((r = SSL_do_handshake(s->ssl)) == 1)
+			fail_msg("egressd took a leaf it should have refused");
+		err = SSL_get_error(s->ssl, r);
+		if (err != SSL_ERROR_WANT_READ && err != SSL_ERROR_WANT_WRITE)
+			break;
+		pe_settle(h);
+	}
+	assert_true(i < PE_TLS_ROUNDS);
+	SSL_free(s->ssl);
+	s->ssl = NULL;
+	s->eof = 1;
+}
+
+static PE_UNUSED void
+pe_tls_server(struct pe *h, struct pe_sock *s, const char *name)
+{
+	pe_tls_server_as(h, s, name, 1);
 }
 
 /*

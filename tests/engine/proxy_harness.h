@@ -1,72 +1,83 @@
 /*
  * The connection engine's harness: the real engine (proxy/, every file)
- * in a real runtime (egressd_new, egressd_start) on its own event base,
- * between sockets the test holds, with nothing in a scenario waiting on
- * real time. In the spirit of unbound's testbound: a scenario is a script
- * of bytes in and out on each side, and of the audit lines they make.
+ * in a real runtime (egressd_new, egressd_start: its signal handlers and
+ * its batched audit log) on its own event base, between sockets the test
+ * holds, with nothing in a scenario waiting on real time. In the spirit
+ * of unbound's testbound: a scenario is a script of the bytes in and out
+ * on each side, and of the audit lines they make.
  *
  * What pe_start() sets up, and a scenario uses:
  * - h->e: a runtime with the policy h->yaml and the limits h->conf.lim
- *   (set both between pe_init() and pe_start()), its audit log a pipe the
- *   test reads, batched as egressd batches it; with h->intercept set, TLS
- *   interception too (e->tls: a run CA written to a temp dir, and a test
- *   CA of the harness's own as the upstream trust, --upstream-ca's place);
+ *   (set both before pe_start()), its audit log a pipe the harness reads;
+ *   with h->intercept set, TLS interception too (e->tls: a run CA written
+ *   to a temp dir, and a test CA of the harness's own as the upstream
+ *   trust store, where --upstream-ca would name one);
  * - clients: pe_client() makes a socketpair and hands one end to the
- *   engine with conn_accept(), as the listener would; the test holds the
- *   other end (struct pe_sock);
- * - names: the runtime's resolver is real, its one upstream a UDP socket
- *   the harness answers from the table pe_names (A records; AAAA empty;
- *   other names NXDOMAIN). h->dns_hold keeps the questions unanswered
- *   (the connection waits in CONNECTING) until pe_dns_release();
- * - upstreams: the pool's connect seam (upstream_pool_set_connect) hands
- *   each connection attempt a socketpair whose other end the test takes
- *   with pe_up(), so the upstream side is scripted like the client's;
- *   h->refuse makes the next attempts real connects to a loopback port
- *   bound but not listening (refused), pe_no_up() asserts no attempt;
- * - time: no clock moves by itself in a scenario. pe_fire(h, ev, secs)
- *   checks that the timer ev is armed to expire secs seconds from now (so
- *   the scenario proves which timeout the engine set: header, idle,
- *   response or tunnel) and runs it at once, as if they had passed.
- *   Timers are the connection's c->timer, a plain side's read event (the
- *   client's c->client.rd, the upstream's c->upstream->rd) and the
- *   runtime's (e->ev_grace); pe_conn(h) gives the one open connection.
+ *   engine with conn_accept(), as the proxy listener would; the test holds
+ *   the other end (struct pe_sock). h->client_sndbuf shrinks egressd's
+ *   end, so that a response larger than it is still being written;
+ * - names: the runtime's resolver is the real one, its one upstream a UDP
+ *   socket the harness answers from pe_names (an A record each; AAAA
+ *   empty; any other name NXDOMAIN). With h->dns_hold set the questions
+ *   wait unanswered (the connection stays CONNECTING) for pe_dns_release();
+ * - upstreams: the pool's connect seam (upstream_pool_set_connect) gives
+ *   each connection attempt one end of a socketpair, and pe_up() hands the
+ *   test the other end, so the upstream side is scripted like the client's
+ *   (s->addr: the address egressd chose). h->refuse makes the next attempts
+ *   real connects to a loopback port bound and not listening (refused);
+ *   pe_no_up() says no attempt was made;
+ * - time: no clock moves by itself. pe_fire(h, ev, secs) checks that the
+ *   timer ev is armed to expire secs seconds from now (so a scenario proves
+ *   which timeout the engine set: header 15, idle 60, response 120, tunnel
+ *   600, the pool's 30, the grace 10) and runs it at once, as if they had
+ *   passed. The timers are the connection's c->timer, a plain side's read
+ *   event (c->client.rd, c->upstream->rd), the pool's u->idle_timer and the
+ *   runtime's e->ev_grace; pe_conn(h) is the one open connection. SIGTERM
+ *   is raise(SIGTERM): the runtime's own handler drains;
+ * - states: pe_state(h, s) asserts the open connection's state and notes
+ *   it; the last scenario, pe_states_all, fails unless every state of enum
+ *   conn_state was seen.
  *
- * Writing a scenario (see engine_proxy.c):
+ * Writing a scenario (see engine_proxy.c; cmocka_unit_test_setup_teardown
+ * with pe_setup and pe_teardown, which give *state):
  *
- *	struct pe h;
+ *	struct pe *h = *state;
  *	struct pe_sock *c, *u;
  *	json_t *j;
  *
- *	pe_init(&h);                           h.yaml, h.conf.lim.… to change
- *	pe_start(&h);
- *	c = pe_client(&h);
- *	pe_send(&h, c, "GET http://api.example.test/ HTTP/1.1\r\n"
- *	               "Host: api.example.test\r\n\r\n");          client → egressd
- *	u = pe_up(&h);                                             egressd connected up
- *	pe_expect(&h, u, "GET / HTTP/1.1\r\nHost: …\r\n\r\n");      egressd → upstream
- *	pe_send(&h, u, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
- *	pe_expect(&h, c, "HTTP/1.1 200 OK\r\n…\r\n\r\nok");          egressd → client
- *	j = pe_audit(&h, "http", "allow", "…", 200, 0, 2);         the audit line
- *	json_decref(j);
- *	pe_state(&h, CONN_READ_HEAD);                              waits for the next
- *	pe_quiet(&h);                                              nothing else anywhere
- *	pe_stop(&h);
+ *	pe_start(h);                           h->yaml, h->conf.lim.… before
+ *	c = pe_client(h);
+ *	pe_send(h, c, "GET http://api.example.test/ HTTP/1.1\r\n"
+ *	              "Host: api.example.test\r\n\r\n");       client → egressd
+ *	u = pe_up(h);                                           egressd connected up
+ *	pe_expect(h, u, "GET / HTTP/1.1\r\nHost: …\r\n\r\n");    egressd → upstream
+ *	pe_send(h, u, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+ *	pe_expect(h, c, "HTTP/1.1 200 OK\r\n…\r\n\r\nok");        egressd → client
+ *	j = pe_audit(h, "http", "allow", "allow-methods", 200, 0, 2);
+ *	json_decref(j);                         event, action, rule, status, bytes
+ *	pe_state(h, CONN_READ_HEAD);            waiting for the next request
+ *	pe_quiet(h);                            nothing else anywhere
+ *	pe_stop(h);
  *
- * pe_expect compares the next bytes exactly (and consumes them),
- * pe_expect_reply checks a response egressd made itself (status line,
- * fields, a piece of its body), pe_eof and pe_open say whether a side was
- * closed, pe_shut and pe_close close the test's end. pe_tls_client and
- * pe_tls_server turn a pe_sock into TLS (OpenSSL over the socketpair,
- * verifying the run CA, or presenting a leaf of the harness's upstream
- * CA); the same calls then read and write through it.
+ * pe_expect compares the next bytes exactly and consumes them (a failure
+ * shows both, control bytes escaped); pe_expect_reply checks a response
+ * egressd made itself (status line, fields, a piece of its body); pe_eof
+ * and pe_open say whether egressd closed a side; pe_shut, pe_close and
+ * pe_reset (a close with bytes unread: the peer reads a reset) end the
+ * test's. pe_tls_client and pe_tls_server turn a pe_sock into TLS
+ * (OpenSSL over the socketpair, verifying the run CA, or presenting a
+ * leaf of the harness's upstream CA), and the same calls then read and
+ * write through it; pe_client_hello makes a ClientHello in memory;
+ * pe_ws_frame and pe_ws_expect_masked write and check WebSocket frames.
+ * ENGINE_ONLY=glob runs the matching scenarios alone.
  *
  * Why no timing: a socketpair delivers a write to its peer before write
- * returns, and the engine reacts to what is readable on the next loop turn,
- * so once the event loop has run dry (pe_settle) everything the engine was
- * going to do with the bytes it has is done, and "nothing arrived" is a
- * fact, not a wait. pe_need() bounds the loop in real time only so that a
- * broken engine fails the scenario instead of hanging it. Every helper
- * asserts; a scenario reads as its script.
+ * returns, and the engine acts on what is readable at its next loop pass,
+ * so once the loop has run dry (pe_settle) everything the engine was going
+ * to do with the bytes it has is done, and "nothing arrived" is a fact,
+ * not a wait. pe_need() and pe_up() bound the loop in real time only so
+ * that a broken engine fails the scenario instead of hanging it. Every
+ * helper asserts; a scenario reads as its script.
  */
 #ifndef PROXY_HARNESS_H
 #define PROXY_HARNESS_H

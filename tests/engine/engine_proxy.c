@@ -25,7 +25,7 @@
 #define GQL_QUERY    "{\"query\":\"{ viewer { login } }\"}"
 #define GQL_MUTATION "{\"query\":\"mutation { addStar(id: 1) { id } }\"}"
 
-/* Check the http audit line of one allowed GET with the 2-byte answer; returns nothing. */
+/* Check the http audit line of one allowed GET answered with the 2 bytes "ok". */
 static void
 audit_get_ok(struct pe *h, const char *path)
 {

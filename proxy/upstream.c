@@ -495,7 +495,13 @@ upstream_release(struct egressd *e, struct upstream *u, int reusable)
 	if (u->rd != NULL) {
 		u->rd_cb = NULL;
 		u->rd_arg = NULL;
-		event_add(u->rd, NULL); /* pending again, without the connection's timeout */
+		/*
+		 * Pending again; event_add(NULL) would keep the exchange's
+		 * response timeout, so it is removed on its own (no epoll
+		 * change): the pool's idle timer alone decides.
+		 */
+		event_add(u->rd, NULL);
+		event_remove_timer(u->rd);
 	} else
 		bufferevent_enable(u->bev, EV_READ);
 	TAILQ_INSERT_HEAD(&pool->buckets[b], u, entry);

@@ -231,6 +231,10 @@ test_pool_idle(void **state)
 	pe_expect(h, c, CLIENT_OK);
 	j = pe_audit(h, "http", "allow", "open.example.test", 200, 1, 2);
 	json_decref(j);
+	/* Pooled, its read event keeps no timeout of the exchange it served. */
+	assert_non_null(up->rd);
+	assert_int_equal(event_pending(up->rd, EV_READ, NULL), EV_READ);
+	assert_int_equal(event_pending(up->rd, EV_TIMEOUT, NULL), 0);
 	pe_open(h, u2);
 	pe_fire(h, up->idle_timer, 30);
 	pe_eof(h, u2);

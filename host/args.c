@@ -17,42 +17,27 @@
 
 #include "host.h"
 
-enum args_kind {
-	ARGS_BOOL,   /* int */
-	ARGS_STRING, /* const char *, the last one given wins */
-	ARGS_LIST,   /* struct strv, repeatable */
-};
-
-struct args_flag {
-	const char *name;
-	enum args_kind kind;
-	size_t off;
-	const char *value; /* what the value is, for the help; NULL: none */
-	const char *help;
-};
-
 #define A(field) offsetof(struct host_args, field)
 
-static const struct args_flag args_flags[] = {
-    {"config", ARGS_LIST, A(configs), "FILE", "a trusted configuration file (repeatable)"},
-    {"runtime", ARGS_STRING, A(runtime), "NAME", "podman, docker or container"},
-    {"image", ARGS_STRING, A(image), "NAME", "the sandbox image"},
-    {"network-mode", ARGS_STRING, A(mode), "MODE", "practical, strict or off"},
-    {"readonly", ARGS_BOOL, A(readonly), NULL, "mount the project read-only"},
-    {"cpus", ARGS_STRING, A(cpus), "N", "CPUs for the container"},
-    {"memory", ARGS_STRING, A(memory), "SIZE", "memory for the container (4g, 512m)"},
-    {"allow", ARGS_LIST, A(allow), "HOST", "allowlist a host for this run (repeatable)"},
-    {"upstream-ca", ARGS_STRING, A(upstream_ca), "FILE",
-     "a CA certificate (PEM) upstreams may be signed by"},
-    {"no-providers", ARGS_BOOL, A(no_providers), NULL, "do not allowlist the model providers"},
-    {"accept-policy-changes", ARGS_BOOL, A(accept_changes), NULL,
-     "accept the project's changed policy files"},
-    {"dry-run", ARGS_BOOL, A(dry_run), NULL, "print the plan; run nothing"},
-    {"print-command", ARGS_BOOL, A(print_command), NULL,
-     "print the container command (secrets redacted)"},
-    {"keep", ARGS_BOOL, A(keep), NULL, "keep the container and the run's scratch files"},
-    {"debug", ARGS_BOOL, A(debug), NULL, "verbose sandbox-init and egressd"},
+/* The run's flags; their help is the run command's in docs/man/opencode-sandbox.1.md. */
+const struct args_opt args_run_opts[] = {
+    {"config", ARGS_LIST, A(configs), "FILE"},
+    {"runtime", ARGS_STRING, A(runtime), "NAME"},
+    {"image", ARGS_STRING, A(image), "NAME"},
+    {"network-mode", ARGS_STRING, A(mode), "MODE"},
+    {"readonly", ARGS_BOOL, A(readonly), NULL},
+    {"cpus", ARGS_STRING, A(cpus), "N"},
+    {"memory", ARGS_STRING, A(memory), "SIZE"},
+    {"allow", ARGS_LIST, A(allow), "HOST"},
+    {"upstream-ca", ARGS_STRING, A(upstream_ca), "FILE"},
+    {"no-providers", ARGS_BOOL, A(no_providers), NULL},
+    {"accept-policy-changes", ARGS_BOOL, A(accept_changes), NULL},
+    {"dry-run", ARGS_BOOL, A(dry_run), NULL},
+    {"print-command", ARGS_BOOL, A(print_command), NULL},
+    {"keep", ARGS_BOOL, A(keep), NULL},
+    {"debug", ARGS_BOOL, A(debug), NULL},
 };
+const size_t args_run_nopts = EG_NELEM(args_run_opts);
 
 #undef A
 
@@ -80,41 +65,42 @@ args_is_dir(const char *p)
 	return p[0] != '\0' && stat(p, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-static const struct args_flag *
-args_find(const char *name, size_t len)
+static const struct args_opt *
+args_find(const struct args_opt *opts, size_t nopts, const char *name, size_t len)
 {
 	size_t i;
 
-	for (i = 0; i < EG_NELEM(args_flags); i++)
-		if (strlen(args_flags[i].name) == len && memcmp(args_flags[i].name, name, len) == 0)
-			return &args_flags[i];
+	for (i = 0; i < nopts; i++)
+		if (strlen(opts[i].name) == len && memcmp(opts[i].name, name, len) == 0)
+			return &opts[i];
 	return NULL;
 }
 
 /*
- * Take one wrapper flag at argv[*i] (with its value, inline after '=' or
- * the next argument); 1 when it was one, 0 when it is OpenCode's, -1 on a
- * usage error.
+ * Take one option of opts at argv[*i] (with its value, inline after '='
+ * or the next argument) into base; 1 when it was one, 0 when it is not
+ * one of opts, -1 on a usage error.
  */
 static int
-args_flag(struct host_args *a, int argc, char **argv, int *i, struct buf *err)
+args_take(const struct args_opt *opts, size_t nopts, void *base, int argc, char *const *argv,
+          int *i, struct buf *err)
 {
 	const char *arg = argv[*i], *eq, *value = NULL;
-	const struct args_flag *f;
+	const struct args_opt *f;
 	size_t len;
 
 	if (strncmp(arg, "--", 2) != 0 || arg[2] == '\0')
 		return 0;
 	eq = strchr(arg + 2, '=');
 	len = eq != NULL ? (size_t)(eq - arg - 2) : strlen(arg + 2);
-	if ((f = args_find(arg + 2, len)) == NULL)
+	if ((f = args_find(opts, nopts, arg + 2, len)) == NULL)
 		return 0;
 	if (f->kind == ARGS_BOOL) {
 		if (eq != NULL) {
 			buf_printf(err, "--%s takes no value", f->name);
 			return -1;
 		}
-		*(int *)((char *)a + f->off) = 1;
+		*(int *)((char *)base + f->off) = 1;
 		return 1;
 	}
 	if (eq != NULL)
@@ -126,9 +112,9 @@ args_flag(struct host_args *a, int argc, char **argv, int *i, struct buf *err)
 		return -1;
 	}
 	if (f->kind == ARGS_LIST)
-		strv_add((struct strv *)((char *)a + f->off), value);
+		strv_add((struct strv *)((char *)base + f->off), value);
 	else
-		*(const char **)((char *)a + f->off) = value;
+		*(const char **)((char *)base + f->off) = value;
 	return 1;
 }
 
@@ -160,7 +146,25 @@ args_opencode(struct host_args *a, const struct strv *rest, size_t start, size_t
 }
 
 /*
- * Parse the whole command line into a: the subcommand, the project, the
+ * A wrapper command (doctor, init, ...) is the first word that is not a
+ * run flag: its arguments are every other word, the flags before it
+ * included, for the command to parse with its own options (so that
+ * `--runtime docker doctor` works and `--dry-run doctor` is refused).
+ */
+static void
+args_command(struct host_args *a, int argc, char **argv, int at)
+{
+	int k;
+
+	a->cmd = HOST_CMD_SUB;
+	a->word = xstrdup(argv[at]);
+	for (k = 1; k < argc; k++)
+		if (k != at)
+			strv_add(&a->sub, argv[k]);
+}
+
+/*
+ * Parse the whole command line into a: the command, the project, the
  * wrapper's flags and OpenCode's arguments. 0, or -1 with the reason in err.
  */
 int
@@ -177,22 +181,24 @@ args_parse(struct host_args *a, int argc, char **argv, struct buf *err)
 			dash = i;
 			break;
 		}
-		if ((r = args_flag(a, argc, argv, &i, err)) == -1)
+		if ((r = args_take(args_run_opts, args_run_nopts, a, argc, argv, &i, err)) == -1)
 			goto err;
-		if (r == 0)
-			strv_add(&rest, argv[i]);
+		if (r == 1)
+			continue;
+		if (rest.n == 0 && args_is_reserved(argv[i]) && strcmp(argv[i], "run") != 0) {
+			strv_free(&rest);
+			args_free(a);
+			memset(a, 0, sizeof *a);
+			args_command(a, argc, argv, i);
+			return 0;
+		}
+		strv_add(&rest, argv[i]);
 	}
 	if (args_check(a, err) == -1)
 		goto err;
 	a->cmd = HOST_CMD_RUN;
-	if (rest.n > 0 && args_is_reserved(rest.v[0])) {
-		if (strcmp(rest.v[0], "help") == 0) {
-			a->cmd = HOST_CMD_HELP;
-			a->word = rest.n > 1 ? rest.v[1] : NULL;
-		} else if (strcmp(rest.v[0], "run") != 0) {
-			a->cmd = HOST_CMD_OTHER;
-			a->word = rest.v[0];
-		} else if (rest.n == 1) {
+	if (rest.n > 0 && strcmp(rest.v[0], "run") == 0) {
+		if (rest.n == 1) {
 			args_opencode(a, &rest, 1, (size_t)-1, argc, argv, dash);
 		} else if (args_is_dir(rest.v[1])) {
 			a->project = rest.v[1];
@@ -211,11 +217,9 @@ args_parse(struct host_args *a, int argc, char **argv, struct buf *err)
 	} else
 		args_opencode(a, &rest, 0, (size_t)-1, argc, argv, dash);
 done:
-	/* a->project and a->word point into rest: keep their strings. */
+	/* a->project points into rest: keep its string. */
 	if (a->project != NULL)
 		a->project = xstrdup(a->project);
-	if (a->word != NULL)
-		a->word = xstrdup(a->word);
 	for (j = 0; j < rest.n; j++)
 		free(rest.v[j]);
 	free(rest.v);
@@ -233,43 +237,38 @@ args_free(struct host_args *a)
 	strv_free(&a->oc);
 	strv_free(&a->configs);
 	strv_free(&a->allow);
+	strv_free(&a->sub);
 }
 
-/* The wrapper's help: `opencode-sandbox help [run]`. */
-void
-args_usage(FILE *f, const char *topic)
+/*
+ * A command's own arguments: its options (opts, stored into base) anywhere
+ * before "--", and its positional words into pos. An option it does not
+ * have is an error naming the command, so that a run flag given to a
+ * command is never silently dropped.
+ */
+int
+args_options(const char *cmd, const struct args_opt *opts, size_t nopts, void *base,
+             const struct strv *args, struct strv *pos, struct buf *err)
 {
-	size_t i;
+	char **argv = args->v;
+	int argc = (int)args->n, i, r, dash = 0;
 
-	if (topic != NULL && strcmp(topic, "run") != 0 && args_is_reserved(topic)) {
-		fprintf(f,
-		        HOST_PROG " %s: not available in this version; see "
-		                  "docs/opencode-sandbox.md\n",
-		        topic);
-		return;
+	for (i = 0; i < argc; i++) {
+		if (!dash && strcmp(argv[i], "--") == 0) {
+			dash = 1;
+			continue;
+		}
+		if (!dash) {
+			if ((r = args_take(opts, nopts, base, argc, argv, &i, err)) == -1)
+				return -1;
+			if (r == 1)
+				continue;
+			if (argv[i][0] == '-' && argv[i][1] != '\0') {
+				buf_printf(err, "%s: unknown option %s", cmd, argv[i]);
+				return -1;
+			}
+		}
+		strv_add(pos, argv[i]);
 	}
-	fprintf(f, "usage: " HOST_PROG " [PROJECT] [FLAGS] [OPENCODE-ARGS...]\n"
-	           "       " HOST_PROG " run [PROJECT] [FLAGS] [OPENCODE-ARGS...]\n"
-	           "       " HOST_PROG " [FLAGS] [PROJECT] -- [OPENCODE-ARGS...]\n"
-	           "       " HOST_PROG " help [run]\n"
-	           "\n"
-	           "Runs OpenCode in the sandbox image on PROJECT (default: the working\n"
-	           "directory), mounted at /workspace, with every request it and its tools\n"
-	           "make decided by egressd. Arguments that are not the wrapper's go to\n"
-	           "OpenCode: `" HOST_PROG " --help` is OpenCode's help, `" HOST_PROG
-	           " run \"summarize\"`\n"
-	           "is OpenCode's run. Wrapper flags (anywhere before --):\n\n");
-	for (i = 0; i < EG_NELEM(args_flags); i++) {
-		char flag[48];
-
-		snprintf(flag, sizeof flag, "--%s%s%s", args_flags[i].name,
-		         args_flags[i].value != NULL ? " " : "",
-		         args_flags[i].value != NULL ? args_flags[i].value : "");
-		fprintf(f, "  %-28s%s\n", flag, args_flags[i].help);
-	}
-	fprintf(
-	    f,
-	    "\nFiles: $XDG_CONFIG_HOME/opencode-sandbox/config.yaml (global), the nearest\n"
-	    ".opencode-sandbox.yaml from the project up, <project>/.opencode/sandbox.json.\n"
-	    "State: $XDG_STATE_HOME/opencode-sandbox/projects/. See docs/opencode-sandbox.md.\n");
+	return 0;
 }

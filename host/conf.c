@@ -185,8 +185,9 @@ out:
 
 /*
  * The files of a run, in the order they are merged: the global file, each
- * --config, seed 000's file and the nearest .opencode-sandbox.yaml. The
- * project files start out trusted; consent decides.
+ * --config, seed 000's file and the nearest .opencode-sandbox.yaml (no
+ * project file when project is NULL). The project files start out
+ * trusted; consent decides.
  */
 int
 conf_discover(struct conf *c, const struct host_args *a, const char *project, struct buf *errs)
@@ -219,6 +220,8 @@ conf_discover(struct conf *c, const struct host_args *a, const char *project, st
 	for (i = 0; i < a->configs.n; i++)
 		if (conf_add_file(c, CONF_FLAG, a->configs.v[i], errs) == -1)
 			return -1;
+	if (project == NULL)
+		return 0;
 	rc = conf_read_project(project, ".opencode", "sandbox.json", &data, &len, &path, errs);
 	if (rc == -1)
 		return -1;

@@ -50,13 +50,13 @@ char *host_expand(const char *);
 
 /* args.c: the command line (seed 003 §6.3) */
 enum host_cmd {
-	HOST_CMD_RUN,   /* OpenCode in the sandbox: the run path */
-	HOST_CMD_HELP,  /* opencode-sandbox help [TOPIC] */
-	HOST_CMD_OTHER, /* another wrapper subcommand: not in this version */
+	HOST_CMD_RUN, /* OpenCode in the sandbox: the run path */
+	HOST_CMD_SUB, /* a wrapper command: doctor, init, skills, ... help */
 };
 struct host_args {
 	enum host_cmd cmd;
-	const char *word;    /* HELP: the topic or NULL; OTHER: the subcommand */
+	const char *word;    /* SUB: the command */
+	struct strv sub;     /* SUB: every other argument, for the command to parse */
 	const char *project; /* as written, or NULL for the working directory */
 	struct strv oc;      /* OpenCode's arguments, "opencode" not included */
 	struct strv configs; /* --config FILE, in order */
@@ -75,9 +75,35 @@ struct host_args {
 	int no_providers;
 	int accept_changes;
 };
+enum args_kind {
+	ARGS_BOOL,   /* int */
+	ARGS_STRING, /* const char *, the last one given wins */
+	ARGS_LIST,   /* struct strv, repeatable */
+};
+struct args_opt {
+	const char *name; /* without "--" */
+	enum args_kind kind;
+	size_t off;        /* of the field in the command's options */
+	const char *value; /* what the value is, or NULL without one */
+};
+extern const struct args_opt args_run_opts[];
+extern const size_t args_run_nopts;
 int args_parse(struct host_args *, int, char **, struct buf *);
 void args_free(struct host_args *);
-void args_usage(FILE *, const char *);
+int args_options(const char *, const struct args_opt *, size_t, void *, const struct strv *,
+                 struct strv *, struct buf *);
+
+/* help.c, and the topics scripts/clidoc makes from docs/man/opencode-sandbox.1.md */
+struct help_topic {
+	const char *name;           /* "" (the overview), "doctor", "skills import" */
+	const char *text;           /* as printed */
+	const char *const *options; /* the command's options, "--json", NULL-terminated */
+};
+extern const struct help_topic help_topics[];
+extern const size_t help_ntopics;
+const struct help_topic *help_find(const char *);
+int help_main(const struct strv *);
+void help_hint(const char *, const char *);
 
 /* conf.c: finding, reading and merging the configuration files */
 enum conf_role {
@@ -265,7 +291,41 @@ int exec_capture(char *const *, struct buf *, int);
 int exec_run(const struct host_plan *, int);
 int exec_quiet(char *const *);
 
+/* effective.c: the configuration a run would use, for the run and the commands */
+struct effective {
+	char project[4096]; /* resolved, or "" without a project */
+	struct conf conf;
+	struct consent consent;
+	struct providers providers;
+	struct host_state state;
+	struct config *full;    /* every file merged: what a run enforces */
+	struct config *trusted; /* the trusted files alone */
+	char *oc_config;        /* the host's $XDG_CONFIG_HOME/opencode */
+	char *oc_data;          /* the host's $XDG_DATA_HOME/opencode */
+	int declined;           /* the project files changed since accepted: tighten only */
+};
+#define EFFECTIVE_F_PROVIDERS 0x1 /* the model providers' layer, as a run has it */
+int effective_state(const struct conf *, const char *, struct host_state *, struct buf *);
+struct config *effective_load_accepted(const struct conf *, const struct consent *, struct buf *);
+void effective_decline(struct conf *, const struct consent *);
+int effective_providers(struct conf *, const char *, const char *, struct providers *,
+                        struct buf *);
+int effective_merge(const struct conf *, struct config **, struct config **, struct buf *);
+char *effective_opencode_dir(const char *, const char *);
+int effective_open(struct effective *, const char *, const struct strv *, int, struct buf *);
+void effective_free(struct effective *);
+void effective_describe_files(const struct effective *, struct buf *);
+
 /* run.c: the run path */
 int run_main(struct host_args *);
+
+/* the wrapper's commands: each parses its own arguments (args_options) */
+int doctor_main(const struct strv *);
+int init_main(const struct strv *);
+int skills_main(const struct strv *);
+int policytest_main(const struct strv *);
+int cmdconfig_main(const struct strv *);
+int image_main(const struct strv *);
+int image_upgrade_main(const struct strv *);
 
 #endif

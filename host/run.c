@@ -42,77 +42,6 @@ run_error(const char *msg)
 	fprintf(stderr, HOST_PROG ": %s\n", msg);
 }
 
-/* The state root comes from the user's own files only, never from a project's. */
-static int
-run_state(struct run *r)
-{
-	struct conf own;
-	struct config *cfg;
-	struct buf errs;
-	size_t i;
-	int rc;
-
-	memset(&own, 0, sizeof own);
-	for (i = 0; i < r->conf.n; i++)
-		if (r->conf.files[i].role == CONF_DEFAULTS ||
-		    r->conf.files[i].role == CONF_GLOBAL || r->conf.files[i].role == CONF_FLAG)
-			conf_add_text(&own, r->conf.files[i].role, r->conf.files[i].path,
-			              xstrndup(r->conf.files[i].data, r->conf.files[i].len),
-			              r->conf.files[i].len, 0);
-	buf_init(&errs);
-	if ((cfg = conf_load(&own, 1, &errs)) == NULL) {
-		fputs(buf_cstr(&errs), stderr);
-		buf_free(&errs);
-		conf_free(&own);
-		return -1;
-	}
-	buf_reset(&errs);
-	rc = state_plan(&r->state, cfg, r->project, &errs);
-	if (rc == -1)
-		run_error(buf_cstr(&errs));
-	config_free(cfg);
-	conf_free(&own);
-	buf_free(&errs);
-	return rc;
-}
-
-/* The configuration as it would be with the project files swapped for the accepted copies. */
-static struct config *
-run_load_accepted(struct run *r, struct buf *errs)
-{
-	struct conf c;
-	struct config *cfg;
-	size_t i;
-
-	memset(&c, 0, sizeof c);
-	for (i = 0; i < r->conf.n; i++)
-		if (!conf_is_project(&r->conf.files[i]))
-			conf_add_text(&c, r->conf.files[i].role, r->conf.files[i].path,
-			              xstrndup(r->conf.files[i].data, r->conf.files[i].len),
-			              r->conf.files[i].len, 0);
-	for (i = 0; i < r->consent.copies.n; i++)
-		conf_add_text(&c, CONF_ACCEPTED, r->consent.paths.v[i],
-		              xstrdup(r->consent.copies.v[i]), strlen(r->consent.copies.v[i]), 0);
-	cfg = conf_load(&c, 0, errs);
-	conf_free(&c);
-	return cfg;
-}
-
-/* Declined: the project files only tighten, over the copies accepted before (trusted). */
-static void
-run_decline(struct run *r)
-{
-	size_t i;
-
-	r->declined = 1;
-	for (i = 0; i < r->conf.n; i++)
-		if (conf_is_project(&r->conf.files[i]))
-			r->conf.files[i].untrusted = 1;
-	for (i = 0; i < r->consent.copies.n; i++)
-		conf_add_text(&r->conf, CONF_ACCEPTED, r->consent.paths.v[i],
-		              xstrdup(r->consent.copies.v[i]), strlen(r->consent.copies.v[i]), 0);
-}
-
 static int
 run_ask(void)
 {
@@ -145,7 +74,7 @@ run_consent(struct run *r)
 		return 0;
 	buf_init(&errs);
 	buf_init(&diff);
-	old = run_load_accepted(r, &errs);
+	old = effective_load_accepted(&r->conf, &r->consent, &errs);
 	new = conf_load(&r->conf, 0, &errs);
 	if (old == NULL || new == NULL) {
 		fputs(buf_cstr(&errs), stderr);
@@ -191,7 +120,8 @@ run_consent(struct run *r)
 		return -1;
 	}
 	if (!accept) {
-		run_decline(r);
+		effective_decline(&r->conf, &r->consent);
+		r->declined = 1;
 		return 0;
 	}
 	if (!r->args->dry_run) {
@@ -204,66 +134,6 @@ run_consent(struct run *r)
 		buf_free(&errs);
 		fprintf(stderr, HOST_PROG ": accepted\n");
 	}
-	return 0;
-}
-
-/* The providers, found with the configuration as trusted now, as a layer of their own. */
-static int
-run_providers(struct run *r)
-{
-	struct config *cfg;
-	struct buf errs;
-
-	if (r->args->no_providers)
-		return 0;
-	buf_init(&errs);
-	if ((cfg = conf_load(&r->conf, 0, &errs)) == NULL) {
-		fputs(buf_cstr(&errs), stderr);
-		buf_free(&errs);
-		return -1;
-	}
-	buf_free(&errs);
-	providers_find(&r->providers, cfg, r->oc_config, r->oc_data);
-	config_free(cfg);
-	if (r->providers.yaml != NULL)
-		conf_add_text(&r->conf, CONF_PROVIDERS, "(providers)", xstrdup(r->providers.yaml),
-		              strlen(r->providers.yaml), 0);
-	return 0;
-}
-
-/*
- * The audit log always goes to the run's log directory, whatever a file
- * says: a path in the container is meaningless on the host, and a file
- * without one would send it to the terminal.
- */
-static void
-run_audit_path(struct config *cfg)
-{
-	static const struct cfg_loc here = {HOST_PROG ": the run's log directory", 1, 1};
-
-	free(cfg->audit_path);
-	cfg->audit_path = xstrdup(HOST_LOG_DIR "/" HOST_AUDIT_FILE);
-	cfg->audit_path_loc = here;
-}
-
-static int
-run_load(struct run *r)
-{
-	struct buf errs;
-
-	conf_cli_layer(&r->conf, r->args);
-	buf_init(&errs);
-	r->full = conf_load(&r->conf, 1, &errs);
-	if (r->full != NULL)
-		r->trusted = conf_load(&r->conf, 0, &errs);
-	if (r->full == NULL || r->trusted == NULL) {
-		fputs(buf_cstr(&errs), stderr);
-		buf_free(&errs);
-		return -1;
-	}
-	buf_free(&errs);
-	run_audit_path(r->full);
-	run_audit_path(r->trusted);
 	return 0;
 }
 
@@ -309,6 +179,41 @@ run_summary(const struct run *r, int rc)
 		        s.requests, s.blocked, s.flagged, r->state.audit);
 }
 
+/* The state directory, from the user's own files. */
+static int
+run_state(struct run *r)
+{
+	struct buf errs;
+	int rc;
+
+	buf_init(&errs);
+	if ((rc = effective_state(&r->conf, r->project, &r->state, &errs)) == -1)
+		fputs(buf_cstr(&errs), stderr);
+	buf_free(&errs);
+	return rc;
+}
+
+/* The providers' layer (unless --no-providers), then the merge with the command line's. */
+static int
+run_load(struct run *r)
+{
+	struct buf errs;
+
+	buf_init(&errs);
+	if (!r->args->no_providers &&
+	    effective_providers(&r->conf, r->oc_config, r->oc_data, &r->providers, &errs) == -1)
+		goto err;
+	conf_cli_layer(&r->conf, r->args);
+	if (effective_merge(&r->conf, &r->full, &r->trusted, &errs) == -1)
+		goto err;
+	buf_free(&errs);
+	return 0;
+err:
+	fputs(buf_cstr(&errs), stderr);
+	buf_free(&errs);
+	return -1;
+}
+
 static void
 run_free(struct run *r)
 {
@@ -323,16 +228,6 @@ run_free(struct run *r)
 	free(r->oc_data);
 }
 
-static char *
-run_dir(const char *var, const char *fallback)
-{
-	char *base = host_xdg(var, fallback), *dir;
-
-	dir = xasprintf("%s/opencode", base);
-	free(base);
-	return dir;
-}
-
 /* Everything a run does, from the command line to OpenCode's exit status. */
 int
 run_main(struct host_args *a)
@@ -345,8 +240,8 @@ run_main(struct host_args *a)
 	memset(&r, 0, sizeof r);
 	r.args = a;
 	buf_init(&errs);
-	r.oc_config = run_dir("XDG_CONFIG_HOME", ".config");
-	r.oc_data = run_dir("XDG_DATA_HOME", ".local/share");
+	r.oc_config = effective_opencode_dir("XDG_CONFIG_HOME", ".config");
+	r.oc_data = effective_opencode_dir("XDG_DATA_HOME", ".local/share");
 	if ((why = mounts_check_project(a->project != NULL ? a->project : ".", r.project,
 	                                sizeof r.project)) != NULL) {
 		run_error(why);
@@ -356,8 +251,7 @@ run_main(struct host_args *a)
 		fputs(buf_cstr(&errs), stderr);
 		goto out;
 	}
-	if (run_state(&r) == -1 || run_consent(&r) == -1 || run_providers(&r) == -1 ||
-	    run_load(&r) == -1)
+	if (run_state(&r) == -1 || run_consent(&r) == -1 || run_load(&r) == -1)
 		goto out;
 	buf_reset(&errs);
 	if (runtime_select(&r.plan, a->runtime, &errs) == -1) {

@@ -193,10 +193,11 @@ golden
 expect_eq "$(arg_after --mode)" off "--flag=value"
 expect_eq "$(arg_after --cap-add)" NET_ADMIN "off adds NET_ADMIN"
 
-begin reserved-doctor
-osb doctor
+begin command-run-flag
+osb --dry-run doctor
 golden
-expect_eq "$RC" 2 "a reserved word of another subcommand"
+expect_eq "$RC" 2 "a run flag before a wrapper command"
+expect_contains "$ERR" "doctor: unknown option --dry-run" "... is refused, naming the command"
 expect_eq "$(calls)" "" "... runs nothing"
 
 begin help

@@ -2,7 +2,7 @@
  * Unit tests for host/args.c, the command line of opencode-sandbox (seed
  * 003 §6.3): every row of the argument rules, wrapper flags anywhere
  * before "--" (never left for OpenCode or the runtime), "--" as the escape,
- * and the usage errors. Directories are made in a private temp dir that is
+ * the usage errors, the wrapper's commands and their own options. Directories are made in a private temp dir that is
  * the working directory.
  */
 #include <setjmp.h>
@@ -80,10 +80,11 @@ test_rules(void **state)
 	    {{"--", "--dry-run"}, HOST_CMD_RUN, NULL, "--dry-run"},
 	    {{"serve", "--port", "4096"}, HOST_CMD_RUN, NULL, "serve --port 4096"},
 	    {{"--print-logs", "run", "x"}, HOST_CMD_RUN, NULL, "--print-logs run x"},
-	    {{"help"}, HOST_CMD_HELP, NULL, ""},
-	    {{"help", "init"}, HOST_CMD_HELP, NULL, ""},
-	    {{"doctor"}, HOST_CMD_OTHER, NULL, ""},
-	    {{"upgrade", "1.2"}, HOST_CMD_OTHER, NULL, ""},
+	    {{"help"}, HOST_CMD_SUB, NULL, ""},
+	    {{"help", "init"}, HOST_CMD_SUB, NULL, ""},
+	    {{"doctor"}, HOST_CMD_SUB, NULL, ""},
+	    {{"upgrade", "1.2"}, HOST_CMD_SUB, NULL, ""},
+	    {{"--runtime", "docker", "doctor", "--json"}, HOST_CMD_SUB, NULL, ""},
 	    {{"", "x"}, HOST_CMD_RUN, NULL, " x"},
 	};
 	struct host_args a;
@@ -159,6 +160,90 @@ test_errors(void **state)
 	buf_free(&err);
 }
 
+/*
+ * A wrapper command is the first word that is not a run flag; it gets
+ * every other argument, the flags before it included, to parse as its own.
+ */
+static void
+test_commands(void **state)
+{
+	struct host_args a;
+	struct buf err;
+
+	buf_init(&err);
+	assert_int_equal(parse(&a, &err, "--runtime", "docker", "skills", "import", "src",
+	                       "--dry-run", "--", "--x", NULL),
+	                 0);
+	assert_int_equal(a.cmd, HOST_CMD_SUB);
+	assert_string_equal(a.word, "skills");
+	assert_int_equal(a.sub.n, 7);
+	assert_string_equal(a.sub.v[0], "--runtime");
+	assert_string_equal(a.sub.v[2], "import");
+	assert_string_equal(a.sub.v[4], "--dry-run");
+	assert_false(a.dry_run); /* the command's --dry-run, not the run's */
+	assert_int_equal(a.oc.n, 0);
+	args_free(&a);
+	/* After a positional word, a reserved word is OpenCode's. */
+	assert_int_equal(parse(&a, &err, "proj", "doctor", NULL), 0);
+	assert_int_equal(a.cmd, HOST_CMD_RUN);
+	assert_string_equal(oc(&a), "doctor");
+	args_free(&a);
+	buf_free(&err);
+}
+
+/* A command's own options: both spellings, repeatable lists, positional words, "--". */
+static void
+test_options(void **state)
+{
+	struct opts {
+		int json;
+		const char *project;
+		struct strv include;
+	} o;
+	static const struct args_opt table[] = {
+	    {"json", ARGS_BOOL, offsetof(struct opts, json), NULL},
+	    {"project", ARGS_STRING, offsetof(struct opts, project), "PATH"},
+	    {"include", ARGS_LIST, offsetof(struct opts, include), "GLOB"},
+	};
+	struct strv args, pos;
+	struct buf err;
+
+	memset(&o, 0, sizeof o);
+	memset(&args, 0, sizeof args);
+	memset(&pos, 0, sizeof pos);
+	buf_init(&err);
+	strv_add(&args, "a");
+	strv_add(&args, "--json");
+	strv_add(&args, "--project=p");
+	strv_add(&args, "--include");
+	strv_add(&args, "x*");
+	strv_add(&args, "--include=y");
+	strv_add(&args, "--");
+	strv_add(&args, "--json");
+	assert_int_equal(args_options("t", table, EG_NELEM(table), &o, &args, &pos, &err), 0);
+	assert_true(o.json);
+	assert_string_equal(o.project, "p");
+	assert_int_equal(o.include.n, 2);
+	assert_string_equal(o.include.v[1], "y");
+	assert_int_equal(pos.n, 2);
+	assert_string_equal(pos.v[0], "a");
+	assert_string_equal(pos.v[1], "--json");
+	strv_free(&pos);
+	strv_free(&args);
+	strv_add(&args, "--dry-run");
+	assert_int_equal(args_options("doctor", table, EG_NELEM(table), &o, &args, &pos, &err), -1);
+	assert_string_equal(buf_cstr(&err), "doctor: unknown option --dry-run");
+	strv_free(&args);
+	buf_reset(&err);
+	strv_add(&args, "--project");
+	assert_int_equal(args_options("t", table, EG_NELEM(table), &o, &args, &pos, &err), -1);
+	assert_string_equal(buf_cstr(&err), "--project needs a value");
+	strv_free(&args);
+	strv_free(&pos);
+	strv_free(&o.include);
+	buf_free(&err);
+}
+
 static int
 setup(void **state)
 {
@@ -180,9 +265,9 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_rules),
-	    cmocka_unit_test(test_flags),
-	    cmocka_unit_test(test_errors),
+	    cmocka_unit_test(test_rules),   cmocka_unit_test(test_flags),
+	    cmocka_unit_test(test_errors),  cmocka_unit_test(test_commands),
+	    cmocka_unit_test(test_options),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

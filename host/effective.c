@@ -16,9 +16,14 @@
 
 #include "host.h"
 
-/* The state root comes from the user's own files only, never from a project's. */
+/*
+ * The state root comes from the user's own files only, never from a
+ * project's; *ownp gets those files' configuration (the caller frees it),
+ * for the settings only they may make (where imported skills live).
+ */
 int
-effective_state(const struct conf *c, const char *project, struct host_state *s, struct buf *err)
+effective_state(const struct conf *c, const char *project, struct host_state *s,
+                struct config **ownp, struct buf *err)
 {
 	struct conf own;
 	struct config *cfg;
@@ -37,7 +42,10 @@ effective_state(const struct conf *c, const char *project, struct host_state *s,
 		return -1;
 	}
 	rc = state_plan(s, cfg, project, err);
-	config_free(cfg);
+	if (rc == 0 && ownp != NULL)
+		*ownp = cfg;
+	else
+		config_free(cfg);
 	conf_free(&own);
 	return rc;
 }
@@ -167,7 +175,8 @@ effective_open(struct effective *e, const char *project, const struct strv *conf
 		a.configs = *configs;
 	if (conf_discover(&e->conf, &a, project != NULL ? e->project : NULL, err) == -1)
 		return -1;
-	if (effective_state(&e->conf, project != NULL ? e->project : "/", &e->state, err) == -1)
+	if (effective_state(&e->conf, project != NULL ? e->project : "/", &e->state, &e->own,
+	                    err) == -1)
 		return -1;
 	if (project != NULL) {
 		consent_load(&e->consent, e->state.project, &e->conf);
@@ -189,6 +198,7 @@ effective_free(struct effective *e)
 	consent_free(&e->consent);
 	providers_free(&e->providers);
 	state_free(&e->state);
+	config_free(e->own);
 	config_free(e->full);
 	config_free(e->trusted);
 	free(e->oc_config);

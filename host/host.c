@@ -74,21 +74,18 @@ host_sha256_hex(const void *data, size_t len)
 }
 
 /*
- * A whole regular file, at most max bytes (-1 with EFBIG past it). The
- * text is NUL-terminated for the parsers; *lenp has its length.
+ * A whole regular file from an open descriptor, at most max bytes (-1
+ * with EFBIG past it). The text is NUL-terminated for the parsers; *lenp
+ * has its length. The descriptor is left open.
  */
 int
-host_read_file(const char *path, size_t max, char **datap, size_t *lenp)
+host_read_fd(int fd, size_t max, char **datap, size_t *lenp)
 {
 	struct stat st;
 	struct buf b;
 	ssize_t n;
-	int fd;
 
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)) == -1)
-		return -1;
 	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode)) {
-		close(fd);
 		errno = EINVAL;
 		return -1;
 	}
@@ -100,7 +97,6 @@ host_read_file(const char *path, size_t max, char **datap, size_t *lenp)
 		if (n == -1 && errno == EINTR)
 			continue;
 		if (n == -1) {
-			close(fd);
 			buf_free(&b);
 			return -1;
 		}
@@ -109,16 +105,29 @@ host_read_file(const char *path, size_t max, char **datap, size_t *lenp)
 		b.len += (size_t)n;
 		b.data[b.len] = '\0';
 		if (b.len > max) {
-			close(fd);
 			buf_free(&b);
 			errno = EFBIG;
 			return -1;
 		}
 	}
-	close(fd);
 	*lenp = b.len;
 	*datap = buf_release(&b);
 	return 0;
+}
+
+/* A whole regular file by its path, as host_read_fd. */
+int
+host_read_file(const char *path, size_t max, char **datap, size_t *lenp)
+{
+	int fd, rc, saved;
+
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)) == -1)
+		return -1;
+	rc = host_read_fd(fd, max, datap, lenp);
+	saved = errno;
+	close(fd);
+	errno = saved;
+	return rc;
 }
 
 /* Write a file whole: a temporary file beside it, then rename. */

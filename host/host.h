@@ -41,6 +41,7 @@ void strv_add_owned(struct strv *, char *);
 void strv_free(struct strv *);
 int strv_has(const struct strv *, const char *);
 char *host_sha256_hex(const void *, size_t);
+int host_read_fd(int, size_t, char **, size_t *);
 int host_read_file(const char *, size_t, char **, size_t *);
 int host_write_file(const char *, const char *, size_t, mode_t);
 int host_mkdirs(const char *, mode_t);
@@ -259,9 +260,10 @@ void runtime_rm_argv(const struct host_plan *, struct strv *);
 void plan_mount(struct host_plan *, const char *, const char *, int, const char *);
 void plan_env(struct host_plan *, const char *, const char *, const char *);
 void plan_free(struct host_plan *);
-int plan_build(struct host_plan *, const struct host_args *, const struct config *,
-               const struct conf *, const struct providers *, const struct host_state *,
-               const char *, const char *, const char *, struct buf *);
+struct effective;
+struct skills;
+int plan_build(struct host_plan *, const struct host_args *, const struct effective *,
+               const struct skills *, struct buf *);
 int plan_serve_ports(const struct strv *, struct strv *, int *);
 
 /* mounts.c: path safety and what the container sees of the host */
@@ -272,13 +274,10 @@ int mounts_extra(struct host_plan *, const struct config *, struct buf *);
 int mounts_stage(const struct host_plan *, uid_t, gid_t, int, struct buf *);
 
 /* stage.c: the files a run hands to the container */
-int stage_write(const struct host_plan *, struct config *, const struct config *,
-                const struct conf *, const struct providers *, const struct host_state *,
-                struct buf *);
+int stage_write(const struct host_plan *, struct effective *, const struct skills *, struct buf *);
 
 /* report.c: --dry-run's account of the plan, and what the configuration did not take */
-void report_plan(const struct host_plan *, const struct config *, const struct conf *,
-                 const struct providers *, const struct host_state *, FILE *);
+void report_plan(const struct host_plan *, const struct effective *, const struct skills *, FILE *);
 void report_notes(const struct config *, int, struct buf *);
 
 /* redact.c: printing a command without its secrets */
@@ -298,6 +297,7 @@ struct effective {
 	struct consent consent;
 	struct providers providers;
 	struct host_state state;
+	struct config *own;     /* the user's own files alone: defaults, global, --config */
 	struct config *full;    /* every file merged: what a run enforces */
 	struct config *trusted; /* the trusted files alone */
 	char *oc_config;        /* the host's $XDG_CONFIG_HOME/opencode */
@@ -305,7 +305,8 @@ struct effective {
 	int declined;           /* the project files changed since accepted: tighten only */
 };
 #define EFFECTIVE_F_PROVIDERS 0x1 /* the model providers' layer, as a run has it */
-int effective_state(const struct conf *, const char *, struct host_state *, struct buf *);
+int effective_state(const struct conf *, const char *, struct host_state *, struct config **,
+                    struct buf *);
 struct config *effective_load_accepted(const struct conf *, const struct consent *, struct buf *);
 void effective_decline(struct conf *, const struct consent *);
 int effective_providers(struct conf *, const char *, const char *, struct providers *,
@@ -315,6 +316,86 @@ char *effective_opencode_dir(const char *, const char *);
 int effective_open(struct effective *, const char *, const struct strv *, int, struct buf *);
 void effective_free(struct effective *);
 void effective_describe_files(const struct effective *, struct buf *);
+
+/* skillmd.c: a skill's SKILL.md frontmatter */
+struct skillmd {
+	char *name;
+	char *description;
+	size_t name_start; /* the name's value in the text, for a rename */
+	size_t name_end;
+};
+const char *skillmd_check_name(const char *);
+const char *skillmd_parse(const char *, size_t, struct skillmd *);
+char *skillmd_rename(const char *, size_t, const struct skillmd *, const char *, size_t *);
+void skillmd_free(struct skillmd *);
+
+/* skilltree.c: a skill's files, walked, copied and hashed */
+struct skilltree {
+	const char *label;    /* for messages */
+	const char *root;     /* follow: where a link may lead */
+	const char *base;     /* not NULL: the skill is opened from here, no link followed */
+	int follow;           /* an import: links inside root are followed */
+	const char *skill_md; /* not NULL: the top SKILL.md's text instead of the file's */
+	size_t skill_md_len;
+	struct buf *err;
+	char *sha256;      /* the result */
+	struct strv notes; /* what a run's copy left out */
+};
+int skilltree_open_under(const char *, const char *, int);
+int skilltree_copy(struct skilltree *, const char *, const char *);
+void skilltree_free(struct skilltree *);
+
+/* skillset.c and skills.c: imported skills, the project's, the host's; the run's set */
+enum skill_scope {
+	SKILL_GLOBAL,  /* imported into the global directory */
+	SKILL_PROJECT, /* imported into the project's */
+	SKILL_NATIVE,  /* the project's own, found by OpenCode in the mounted project */
+	SKILL_HOST,    /* the host's ~/.config/opencode/skills and the like */
+};
+enum skill_status {
+	SKILL_ACTIVE,      /* imported, exposed by a run */
+	SKILL_EXCLUDED,    /* imported, left out by skills.include/exclude */
+	SKILL_DUPLICATE,   /* imported in both scopes: a run refuses */
+	SKILL_MISSING,     /* in the manifest, its directory gone */
+	SKILL_UNLISTED,    /* a directory the manifest does not list */
+	SKILL_PROJECT_OWN, /* the project's own: OpenCode finds it in the mount */
+	SKILL_AVAILABLE,   /* the host's: available to import */
+	SKILL_EXPOSED,     /* the host's, exposed by skills.exposeGlobalSkills */
+	SKILL_HIDDEN,      /* the project's, hidden by skills.exposeProjectSkills: false */
+	SKILL_INVALID,
+};
+struct skill {
+	enum skill_scope scope;
+	enum skill_status status;
+	char *name;
+	char *description;
+	char *dir;
+	const char *base; /* the project's: opened from here, nothing followed */
+	char *source;     /* imported: from where */
+	char *sha256;     /* imported: the manifest's */
+	char *error;      /* why it is not exposed */
+};
+struct skills {
+	struct skill *v;
+	size_t n;
+	char *global_dir;
+	char *project_dir;  /* NULL without a project */
+	char *project_base; /* the directory nothing under which is followed */
+};
+extern const char *const skills_host_dirs[];
+extern const size_t skills_nhost_dirs;
+const char *skills_scope_name(enum skill_scope);
+const char *skills_status_name(enum skill_status);
+const char *skills_read_md(const char *, const char *, struct skillmd *, char **, size_t *);
+void skills_subdirs(const char *, struct strv *);
+size_t skills_count(const char *);
+char *skills_manifest_path(const char *);
+struct json_t;
+struct json_t *skills_manifest_load(const char *, const char *, struct buf *);
+int skills_dirs(struct skills *, const struct effective *, struct buf *);
+int skills_find(struct skills *, const struct effective *, struct buf *);
+int skills_stage(const struct skills *, const char *, struct strv *, struct buf *);
+void skills_free(struct skills *);
 
 /* run.c: the run path */
 int run_main(struct host_args *);

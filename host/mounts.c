@@ -7,7 +7,8 @@
  * inside a config directory of the staged home that stays writable
  * (OpenCode writes a .gitignore and installs its plugin package there at
  * every start, and exits when it cannot); auth.json and ~/.gitconfig go in
- * read-only. The staged home is a scratch directory of the run, so what
+ * read-only. Its skill folders do not: a run exposes the skills the user
+ * imported (skillset.c), never the whole of them. The staged home is a scratch directory of the run, so what
  * the payload writes there goes with it.
  */
 #include <sys/stat.h>
@@ -27,6 +28,9 @@
 static const char *const mounts_managed[] = {
     "node_modules", "package.json", "package-lock.json", "bun.lock", ".gitignore",
 };
+
+/* Skill folders of the config directory: a run exposes imported skills only. */
+static const char *const mounts_skill_dirs[] = {"skills", "skill"};
 
 /* Control sockets a sandbox must never get, even by an explicit mount. */
 static const char *const mounts_sockets[] = {
@@ -167,6 +171,15 @@ mounts_config_dir(struct host_plan *p, const char *dir)
 		qsort(names.v, names.n, sizeof *names.v, mounts_name_cmp);
 	for (i = 0; i < names.n; i++) {
 		path = xasprintf("%s/%s", dir, names.v[i]);
+		if (strcmp(names.v[i], mounts_skill_dirs[0]) == 0 ||
+		    strcmp(names.v[i], mounts_skill_dirs[1]) == 0) {
+			strv_addf(&p->notes,
+			          "%s: not mounted: a run exposes imported skills only (" HOST_PROG
+			          " skills import %s)",
+			          path, path);
+			free(path);
+			continue;
+		}
 		if (mounts_bad_chars(names.v[i]))
 			err = "its name holds a ',' or a control character";
 		else if (realpath(path, abs) == NULL)

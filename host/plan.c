@@ -240,6 +240,17 @@ plan_init_args(struct host_plan *p, const struct conf *c, const struct config *f
 	}
 }
 
+/* How many skills the run exposes (skillset.c copies them at staging time). */
+static size_t
+plan_skills(const struct skills *sk)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < sk->n; i++)
+		n += sk->v[i].status == SKILL_ACTIVE || sk->v[i].status == SKILL_EXPOSED;
+	return n;
+}
+
 static void
 plan_env_all(struct host_plan *p, const struct config *full, const struct providers *pv)
 {
@@ -257,14 +268,20 @@ plan_env_all(struct host_plan *p, const struct config *full, const struct provid
 		plan_env(p, "COLORTERM", NULL, "your terminal");
 	for (i = 0; i < pv->env.n; i++)
 		plan_env(p, pv->env.v[i], NULL, "a model provider's key, from your environment");
+	if (w->skills_expose_project_skills_loc.line && !w->skills_expose_project_skills)
+		plan_env(p, "OPENCODE_DISABLE_EXTERNAL_SKILLS", "1",
+		         "skills.exposeProjectSkills: false (.agents and .claude skills hidden)");
 }
 
 /* Every mount of the run, in the order the runtime gets them (outer before inner). */
 static int
-plan_mounts(struct host_plan *p, const struct config *full, const struct host_state *s,
-            const char *project, const char *oc_config, const char *oc_data, struct buf *err)
+plan_mounts(struct host_plan *p, const struct effective *e, const struct skills *sk,
+            struct buf *err)
 {
+	const struct config *full = e->full;
+	const struct host_state *s = &e->state;
 	const struct config_wrapper *w = &full->wrapper;
+	const char *project = e->project;
 	char *a, *b;
 
 	plan_mount(p, project, p->workdir, w->project_readonly, "the project");
@@ -289,7 +306,13 @@ plan_mounts(struct host_plan *p, const struct config *full, const struct host_st
 	           "this project's prompt history (kept between runs)");
 	free(a);
 	free(b);
-	mounts_host_config(p, full, oc_config, oc_data);
+	mounts_host_config(p, full, e->oc_config, e->oc_data);
+	if (plan_skills(sk) > 0) {
+		a = plan_path(s->scratch, "skills");
+		plan_mount(p, a, HOST_HOME "/.config/opencode/skills", 1,
+		           "the imported skills, read-only (skills list)");
+		free(a);
+	}
 	return mounts_extra(p, full, err);
 }
 
@@ -298,10 +321,11 @@ plan_mounts(struct host_plan *p, const struct config *full, const struct host_st
  * runtime runtime_select chose.
  */
 int
-plan_build(struct host_plan *p, const struct host_args *a, const struct config *full,
-           const struct conf *c, const struct providers *pv, const struct host_state *s,
-           const char *project, const char *oc_config, const char *oc_data, struct buf *err)
+plan_build(struct host_plan *p, const struct host_args *a, const struct effective *e,
+           const struct skills *sk, struct buf *err)
 {
+	const struct config *full = e->full;
+	const struct host_state *s = &e->state;
 	const struct config_wrapper *w = &full->wrapper;
 	const char *image = getenv("OPENCODE_SANDBOX_IMAGE");
 	struct strv oc;
@@ -326,10 +350,10 @@ plan_build(struct host_plan *p, const struct host_args *a, const struct config *
 	    w->resources_cpus != NULL ? xstrdup(w->resources_cpus) : xasprintf("%ld", plan_cpus());
 	p->memory = xstrdup(w->resources_memory != NULL ? w->resources_memory : "4g");
 	p->workdir = xstrdup(w->project_target != NULL ? w->project_target : HOST_TARGET);
-	plan_user(p, project);
-	if (plan_mounts(p, full, s, project, oc_config, oc_data, err) == -1)
+	plan_user(p, e->project);
+	if (plan_mounts(p, e, sk, err) == -1)
 		return -1;
-	plan_env_all(p, full, pv);
+	plan_env_all(p, full, &e->providers);
 	if (plan_serve_ports(&a->oc, &p->oc, &port) == -1) {
 		buf_adds(err, "--port: expected a port number (1-65535)");
 		return -1;
@@ -342,7 +366,7 @@ plan_build(struct host_plan *p, const struct host_args *a, const struct config *
 		strv_add(&oc, p->oc.v[i]);
 	strv_free(&p->oc);
 	p->oc = oc;
-	plan_init_args(p, c, full, port);
+	plan_init_args(p, &e->conf, full, port);
 	runtime_argv(p);
 	return 0;
 }

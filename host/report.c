@@ -14,10 +14,14 @@
 
 #include "host.h"
 
-/* Wrapper keys that are checked but belong to the next version's subcommands. */
+/*
+ * Wrapper keys that are checked but that nothing here acts on; a boolean
+ * whose false is what happens anyway (no automatic image build) is said
+ * only when true.
+ */
 static const struct {
 	size_t off;
-	int list;
+	size_t val; /* a boolean's value, or 0: said whenever set */
 	const char *key;
 	const char *what;
 } report_unused[] = {
@@ -25,24 +29,23 @@ static const struct {
 	{                                                                                          \
 		offsetof(struct config, wrapper.field##_loc), 0, key, what                         \
 	}
-#define UL(field, key, what)                                                                       \
+#define UB(field, key, what)                                                                       \
 	{                                                                                          \
-		offsetof(struct config, wrapper.field.loc), 1, key, what                           \
+		offsetof(struct config, wrapper.field##_loc),                                      \
+		    offsetof(struct config, wrapper.field), key, what                              \
 	}
-    U(state_config_dir, "state.configDir", "skills and init"),
-    U(state_data_dir, "state.dataDir", "image metadata"),
-    U(image_auto_build, "image.autoBuild", "image build"),
-    U(image_strict_init_image, "image.strictInitImage", "Apple's init image"),
-    U(image_base, "image.base", "image build"),
-    U(image_install_tools, "image.installTools", "image build"),
-    U(skills_imported_dir, "skills.importedDir", "skills"),
-    U(skills_project_imported_dir, "skills.projectImportedDir", "skills"),
-    UL(skills_include, "skills.include", "skills"),
-    UL(skills_exclude, "skills.exclude", "skills"),
-    U(skills_expose_project_skills, "skills.exposeProjectSkills", "skills"),
-    U(skills_expose_global_skills, "skills.exposeGlobalSkills", "skills"),
+    U(state_data_dir, "state.dataDir", "image metadata, which this version keeps none of"),
+    UB(image_auto_build, "image.autoBuild",
+       "images are built only by `opencode-sandbox image build`"),
+    U(image_strict_init_image, "image.strictInitImage",
+      "sandbox-init enforces strict mode inside the container: no init image"),
+    U(image_install_tools, "image.installTools",
+      "the image's tools are the Containerfile's (docs/image.md)"),
+    U(skills_project_imported_dir, "skills.projectImportedDir",
+      "a project's imported skills are in <project>/.opencode-sandbox/skills, or the "
+      "project file's skills.importedDir"),
 #undef U
-#undef UL
+#undef UB
 };
 
 static void
@@ -55,7 +58,7 @@ report_loc(struct buf *out, const struct cfg_loc *loc)
 /*
  * Lines "FILE:LINE:COL: ..." for what the configuration holds and the run
  * does not use: wrapper keys a project file may not set, seed 000's keys
- * with no meaning here, and keys of subcommands to come. With policy, also
+ * with no meaning here, and keys nothing acts on. With policy, also
  * the policy keys a project file may not set (egressd reports those
  * itself when it starts).
  */
@@ -85,12 +88,13 @@ report_notes(const struct config *cfg, int policy, struct buf *out)
 	}
 	for (i = 0; i < EG_NELEM(report_unused); i++) {
 		loc = (const struct cfg_loc *)((const char *)cfg + report_unused[i].off);
-		if (loc->line == 0)
+		if (loc->line == 0 || (report_unused[i].val != 0 &&
+		                       !*(const int *)((const char *)cfg + report_unused[i].val)))
 			continue;
 		buf_adds(out, HOST_PROG ": ");
 		report_loc(out, loc);
-		buf_printf(out, "%s is not used by a run (it is for %s, not in this version)\n",
-		           report_unused[i].key, report_unused[i].what);
+		buf_printf(out, "%s has no effect: %s\n", report_unused[i].key,
+		           report_unused[i].what);
 	}
 }
 
@@ -118,11 +122,14 @@ report_trust(const struct conf_file *f)
 
 /* The plan, on f: what --dry-run prints. */
 void
-report_plan(const struct host_plan *p, const struct config *full, const struct conf *c,
-            const struct providers *pv, const struct host_state *s, FILE *f)
+report_plan(const struct host_plan *p, const struct effective *e, const struct skills *sk, FILE *f)
 {
+	const struct config *full = e->full;
+	const struct conf *c = &e->conf;
+	const struct providers *pv = &e->providers;
+	const struct host_state *s = &e->state;
 	struct buf b;
-	size_t i;
+	size_t i, n = 0;
 
 	buf_init(&b);
 	fprintf(f, "# " HOST_PROG " --dry-run: nothing was started or contacted\n");
@@ -150,6 +157,19 @@ report_plan(const struct host_plan *p, const struct config *full, const struct c
 		fprintf(f, "  %s: %s (%s)\n", pv->names.v[i], pv->hosts.v[i], pv->why.v[i]);
 	for (i = 0; i < pv->notes.n; i++)
 		fprintf(f, "  not allowlisted: %s\n", pv->notes.v[i]);
+	fprintf(f, "\nskills exposed (read-only at " HOST_HOME "/.config/opencode/skills):\n");
+	for (i = 0; i < sk->n; i++)
+		if (sk->v[i].status == SKILL_ACTIVE || sk->v[i].status == SKILL_EXPOSED ||
+		    sk->v[i].status == SKILL_DUPLICATE) {
+			fprintf(f, "  %s (%s, %s)%s\n", sk->v[i].name,
+			        skills_scope_name(sk->v[i].scope), sk->v[i].dir,
+			        sk->v[i].status == SKILL_DUPLICATE ? ": imported in both scopes, a "
+			                                             "run refuses"
+			                                           : "");
+			n++;
+		}
+	if (n == 0)
+		fprintf(f, "  none (" HOST_PROG " skills import)\n");
 	fprintf(f, "\neffective policy (what egressd enforces), each value with its source:\n");
 	config_dump(full, &b);
 	report_indent(f, buf_cstr(&b));

@@ -22,18 +22,10 @@
 
 struct run {
 	struct host_args *args;
-	char project[PATH_MAX];
-	struct conf conf;
-	struct consent consent;
-	struct providers providers;
-	struct host_state state;
-	struct config *full;    /* every file; the run's effective configuration */
-	struct config *trusted; /* the trusted files alone: sandbox-init's global file */
+	struct effective e; /* the configuration, as the commands see it too */
+	struct skills skills;
 	struct host_plan plan;
-	char *oc_config; /* host: $XDG_CONFIG_HOME/opencode */
-	char *oc_data;   /* host: $XDG_DATA_HOME/opencode */
-	int declined;    /* project files run untrusted */
-	int asked;       /* consent: the changes were shown */
+	int asked; /* consent: the changes were shown */
 };
 
 static void
@@ -69,13 +61,13 @@ run_consent(struct run *r)
 	size_t i;
 	int accept;
 
-	consent_load(&r->consent, r->state.project, &r->conf);
-	if (!r->consent.changed)
+	consent_load(&r->e.consent, r->e.state.project, &r->e.conf);
+	if (!r->e.consent.changed)
 		return 0;
 	buf_init(&errs);
 	buf_init(&diff);
-	old = effective_load_accepted(&r->conf, &r->consent, &errs);
-	new = conf_load(&r->conf, 0, &errs);
+	old = effective_load_accepted(&r->e.conf, &r->e.consent, &errs);
+	new = conf_load(&r->e.conf, 0, &errs);
 	if (old == NULL || new == NULL) {
 		fputs(buf_cstr(&errs), stderr);
 		config_free(old);
@@ -90,7 +82,7 @@ run_consent(struct run *r)
 	buf_free(&errs);
 	if (diff.len == 0) {
 		buf_free(&diff);
-		if (!r->args->dry_run && consent_record(&r->consent, &r->conf, &errs) == -1)
+		if (!r->args->dry_run && consent_record(&r->e.consent, &r->e.conf, &errs) == -1)
 			run_error(buf_cstr(&errs));
 		return 0;
 	}
@@ -98,10 +90,10 @@ run_consent(struct run *r)
 	fprintf(stderr,
 	        HOST_PROG ": the project's sandbox configuration is %s since you last accepted "
 	                  "it:\n",
-	        r->consent.accepted == NULL ? "new" : "changed");
-	for (i = 0; i < r->conf.n; i++)
-		if (conf_is_project(&r->conf.files[i]))
-			fprintf(stderr, "  %s\n", r->conf.files[i].path);
+	        r->e.consent.accepted == NULL ? "new" : "changed");
+	for (i = 0; i < r->e.conf.n; i++)
+		if (conf_is_project(&r->e.conf.files[i]))
+			fprintf(stderr, "  %s\n", r->e.conf.files[i].path);
 	fprintf(stderr, "Trusting it would change:\n%s", buf_cstr(&diff));
 	buf_free(&diff);
 	if (r->args->accept_changes)
@@ -120,13 +112,13 @@ run_consent(struct run *r)
 		return -1;
 	}
 	if (!accept) {
-		effective_decline(&r->conf, &r->consent);
-		r->declined = 1;
+		effective_decline(&r->e.conf, &r->e.consent);
+		r->e.declined = 1;
 		return 0;
 	}
 	if (!r->args->dry_run) {
 		buf_init(&errs);
-		if (consent_record(&r->consent, &r->conf, &errs) == -1) {
+		if (consent_record(&r->e.consent, &r->e.conf, &errs) == -1) {
 			run_error(buf_cstr(&errs));
 			buf_free(&errs);
 			return -1;
@@ -145,18 +137,19 @@ run_say_notes(const struct run *r)
 	size_t i;
 
 	buf_init(&b);
-	report_notes(r->full, 0, &b);
+	report_notes(r->e.full, 0, &b);
 	fputs(buf_cstr(&b), stderr);
 	buf_reset(&b);
-	for (i = 0; i < r->providers.notes.n; i++)
-		fprintf(stderr, HOST_PROG ": provider %s\n", r->providers.notes.v[i]);
+	for (i = 0; i < r->e.providers.notes.n; i++)
+		fprintf(stderr, HOST_PROG ": provider %s\n", r->e.providers.notes.v[i]);
 	for (i = 0; i < r->plan.notes.n; i++)
 		fprintf(stderr, HOST_PROG ": %s\n", r->plan.notes.v[i]);
-	if (r->providers.names.n > 0) {
+	if (r->e.providers.names.n > 0) {
 		fprintf(stderr, HOST_PROG ": model providers allowlisted:");
-		for (i = 0; i < r->providers.names.n; i++)
-			fprintf(stderr, "%s %s (%s; %s)", i > 0 ? "," : "", r->providers.names.v[i],
-			        r->providers.hosts.v[i], r->providers.why.v[i]);
+		for (i = 0; i < r->e.providers.names.n; i++)
+			fprintf(stderr, "%s %s (%s; %s)", i > 0 ? "," : "",
+			        r->e.providers.names.v[i], r->e.providers.hosts.v[i],
+			        r->e.providers.why.v[i]);
 		fputc('\n', stderr);
 	}
 	buf_free(&b);
@@ -167,16 +160,16 @@ run_summary(const struct run *r, int rc)
 {
 	struct state_summary s;
 
-	state_summarize(r->state.audit, &s);
+	state_summarize(r->e.state.audit, &s);
 	if (!s.readable)
 		fprintf(stderr, HOST_PROG ": exit %d; no audit log could be read at %s\n", rc,
-		        r->state.audit);
+		        r->e.state.audit);
 	else
 		fprintf(stderr,
 		        HOST_PROG
 		        ": %lu requests, %lu blocked, %lu flagged; review: policyctl audit "
 		        "%s\n",
-		        s.requests, s.blocked, s.flagged, r->state.audit);
+		        s.requests, s.blocked, s.flagged, r->e.state.audit);
 }
 
 /* The state directory, from the user's own files. */
@@ -187,7 +180,7 @@ run_state(struct run *r)
 	int rc;
 
 	buf_init(&errs);
-	if ((rc = effective_state(&r->conf, r->project, &r->state, &errs)) == -1)
+	if ((rc = effective_state(&r->e.conf, r->e.project, &r->e.state, &r->e.own, &errs)) == -1)
 		fputs(buf_cstr(&errs), stderr);
 	buf_free(&errs);
 	return rc;
@@ -200,11 +193,11 @@ run_load(struct run *r)
 	struct buf errs;
 
 	buf_init(&errs);
-	if (!r->args->no_providers &&
-	    effective_providers(&r->conf, r->oc_config, r->oc_data, &r->providers, &errs) == -1)
+	if (!r->args->no_providers && effective_providers(&r->e.conf, r->e.oc_config, r->e.oc_data,
+	                                                  &r->e.providers, &errs) == -1)
 		goto err;
-	conf_cli_layer(&r->conf, r->args);
-	if (effective_merge(&r->conf, &r->full, &r->trusted, &errs) == -1)
+	conf_cli_layer(&r->e.conf, r->args);
+	if (effective_merge(&r->e.conf, &r->e.full, &r->e.trusted, &errs) == -1)
 		goto err;
 	buf_free(&errs);
 	return 0;
@@ -217,15 +210,9 @@ err:
 static void
 run_free(struct run *r)
 {
-	conf_free(&r->conf);
-	consent_free(&r->consent);
-	providers_free(&r->providers);
-	state_free(&r->state);
-	config_free(r->full);
-	config_free(r->trusted);
+	effective_free(&r->e);
+	skills_free(&r->skills);
 	plan_free(&r->plan);
-	free(r->oc_config);
-	free(r->oc_data);
 }
 
 /* Everything a run does, from the command line to OpenCode's exit status. */
@@ -240,19 +227,24 @@ run_main(struct host_args *a)
 	memset(&r, 0, sizeof r);
 	r.args = a;
 	buf_init(&errs);
-	r.oc_config = effective_opencode_dir("XDG_CONFIG_HOME", ".config");
-	r.oc_data = effective_opencode_dir("XDG_DATA_HOME", ".local/share");
-	if ((why = mounts_check_project(a->project != NULL ? a->project : ".", r.project,
-	                                sizeof r.project)) != NULL) {
+	r.e.oc_config = effective_opencode_dir("XDG_CONFIG_HOME", ".config");
+	r.e.oc_data = effective_opencode_dir("XDG_DATA_HOME", ".local/share");
+	if ((why = mounts_check_project(a->project != NULL ? a->project : ".", r.e.project,
+	                                sizeof r.e.project)) != NULL) {
 		run_error(why);
 		goto out;
 	}
-	if (conf_discover(&r.conf, a, r.project, &errs) == -1) {
+	if (conf_discover(&r.e.conf, a, r.e.project, &errs) == -1) {
 		fputs(buf_cstr(&errs), stderr);
 		goto out;
 	}
 	if (run_state(&r) == -1 || run_consent(&r) == -1 || run_load(&r) == -1)
 		goto out;
+	buf_reset(&errs);
+	if (skills_find(&r.skills, &r.e, &errs) == -1) {
+		fputs(buf_cstr(&errs), stderr);
+		goto out;
+	}
 	buf_reset(&errs);
 	if (runtime_select(&r.plan, a->runtime, &errs) == -1) {
 		run_error(buf_cstr(&errs));
@@ -267,13 +259,12 @@ run_main(struct host_args *a)
 		                                                          : HOST_RT_PODMAN;
 	}
 	buf_reset(&errs);
-	if (plan_build(&r.plan, a, r.full, &r.conf, &r.providers, &r.state, r.project, r.oc_config,
-	               r.oc_data, &errs) == -1) {
+	if (plan_build(&r.plan, a, &r.e, &r.skills, &errs) == -1) {
 		run_error(buf_cstr(&errs));
 		goto out;
 	}
 	if (a->dry_run) {
-		report_plan(&r.plan, r.full, &r.conf, &r.providers, &r.state, stdout);
+		report_plan(&r.plan, &r.e, &r.skills, stdout);
 		rc = 0;
 		goto out;
 	}
@@ -284,12 +275,12 @@ run_main(struct host_args *a)
 		goto out;
 	}
 	buf_reset(&errs);
-	if (state_create(&r.state, &errs) == -1 ||
-	    stage_write(&r.plan, r.trusted, r.full, &r.conf, &r.providers, &r.state, &errs) == -1) {
+	if (state_create(&r.e.state, &errs) == -1 ||
+	    stage_write(&r.plan, &r.e, &r.skills, &errs) == -1) {
 		run_error(buf_cstr(&errs));
 		goto out;
 	}
-	if (a->print_command || r.full->wrapper.container_debug) {
+	if (a->print_command || r.e.full->wrapper.container_debug) {
 		buf_reset(&errs);
 		redact_argv(&r.plan.argv, &errs);
 		fprintf(stderr, "+ %s\n", buf_cstr(&errs));
@@ -297,12 +288,12 @@ run_main(struct host_args *a)
 	rc = exec_run(&r.plan, !r.plan.remove);
 	run_summary(&r, rc);
 	if (r.plan.remove) {
-		if (state_remove_tree(r.state.scratch) == -1)
+		if (state_remove_tree(r.e.state.scratch) == -1)
 			fprintf(stderr, HOST_PROG ": could not remove all of %s\n",
-			        r.state.scratch);
+			        r.e.state.scratch);
 	} else
 		fprintf(stderr, HOST_PROG ": kept the container %s and the run's files in %s\n",
-		        r.plan.name, r.state.run);
+		        r.plan.name, r.e.state.run);
 out:
 	buf_free(&errs);
 	run_free(&r);

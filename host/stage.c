@@ -6,8 +6,9 @@
  * with block list files copied beside it; project-N.yaml are the project files that
  * only tighten, the very bytes the host checked; upstream-ca.pem the
  * private CA; and the OpenCode overlay (autoupdate off, the providers,
- * permissions). sandbox-init reads the policy files from a read-only
- * mount, so what egressd enforces is what the host validated.
+ * permissions), and the skills the run exposes (skillset.c). sandbox-init
+ * reads the policy files from a read-only mount, so what egressd enforces
+ * is what the host validated.
  */
 #include <sys/stat.h>
 
@@ -205,10 +206,16 @@ stage_dir(const char *path, mode_t mode, struct buf *err)
  * directories. trusted is rewritten on the way (audit path, list files).
  */
 int
-stage_write(const struct host_plan *p, struct config *trusted, const struct config *full,
-            const struct conf *c, const struct providers *pv, const struct host_state *s,
+stage_write(const struct host_plan *p, struct effective *e, const struct skills *sk,
             struct buf *err)
 {
+	struct config *trusted = e->trusted;
+	const struct config *full = e->full;
+	const struct conf *c = &e->conf;
+	const struct providers *pv = &e->providers;
+	const struct host_state *s = &e->state;
+	char *skills = xasprintf("%s/skills", s->scratch);
+	struct strv notes;
 	char *config = xasprintf("%s/config", s->scratch);
 	char *overlay = xasprintf("%s/opencode", s->scratch);
 	char *home = xasprintf("%s/home", s->scratch);
@@ -233,8 +240,17 @@ stage_write(const struct host_plan *p, struct config *trusted, const struct conf
 	}
 	if (stage_overlay(full, pv, overlay, err) == -1)
 		goto out;
+	memset(&notes, 0, sizeof notes);
+	if (skills_stage(sk, skills, &notes, err) == -1) {
+		strv_free(&notes);
+		goto out;
+	}
+	for (i = 0; i < notes.n; i++)
+		fprintf(stderr, HOST_PROG ": %s\n", notes.v[i]);
+	strv_free(&notes);
 	rc = mounts_stage(p, p->uid, p->gid, p->chown, err);
 out:
+	free(skills);
 	free(config);
 	free(overlay);
 	free(home);

@@ -24,16 +24,6 @@ doctor_main(const struct strv *a)
 	return stub("doctor", a);
 }
 int
-init_main(const struct strv *a)
-{
-	return stub("init", a);
-}
-int
-skills_main(const struct strv *a)
-{
-	return stub("skills", a);
-}
-int
 policytest_main(const struct strv *a)
 {
 	return stub("policy", a);

@@ -494,10 +494,11 @@ expect_contains "$RUN" "ghcr.io/rabbitcybersec/opencode-sandbox:latest" "... in 
 
 begin unused-keys
 mkdir -p "$H/.config/opencode-sandbox"
-printf 'version: 1\nskills:\n  exposeGlobalSkills: true\n' >"$H/$GLOBAL"
+printf 'version: 1\nimage:\n  installTools: false\n  autoBuild: true\n' >"$H/$GLOBAL"
 osb
 golden
-expect_contains "$ERR" "skills.exposeGlobalSkills is not used by a run" "a key of a later subcommand is said, not dropped silently"
+expect_contains "$ERR" "image.installTools has no effect" "a key nothing acts on is said, not dropped silently"
+expect_contains "$ERR" "image.autoBuild has no effect: images are built only by" "... and autoBuild: true"
 
 # --- consent for project policy files ---
 

@@ -247,8 +247,8 @@ args_free(struct host_args *a)
  * command is never silently dropped.
  */
 int
-args_options(const char *cmd, const struct args_opt *opts, size_t nopts, void *base,
-             const struct strv *args, struct strv *pos, struct buf *err)
+args_options(const struct args_opt *opts, size_t nopts, void *base, const struct strv *args,
+             struct strv *pos, struct buf *err)
 {
 	char **argv = args->v;
 	int argc = (int)args->n, i, r, dash = 0;
@@ -264,7 +264,7 @@ args_options(const char *cmd, const struct args_opt *opts, size_t nopts, void *b
 			if (r == 1)
 				continue;
 			if (argv[i][0] == '-' && argv[i][1] != '\0') {
-				buf_printf(err, "%s: unknown option %s", cmd, argv[i]);
+				buf_printf(err, "unknown option %s", argv[i]);
 				return -1;
 			}
 		}

@@ -151,7 +151,8 @@ effective_opencode_dir(const char *var, const char *fallback)
  * What a run on project (NULL: none, the global configuration alone)
  * would load, without asking anything: project files changed since the
  * user accepted them only tighten, as in --dry-run, and e->declined says
- * so. With EFFECTIVE_F_PROVIDERS the providers' layer is in. 0, or -1
+ * so; a change that changes nothing in effect is taken, as a run takes
+ * it. With EFFECTIVE_F_PROVIDERS the providers' layer is in. 0, or -1
  * with every error in err.
  */
 int
@@ -180,15 +181,59 @@ effective_open(struct effective *e, const char *project, const struct strv *conf
 		return -1;
 	if (project != NULL) {
 		consent_load(&e->consent, e->state.project, &e->conf);
+		/* A change that changes nothing in effect is taken, as a run takes it. */
 		if (e->consent.changed) {
-			effective_decline(&e->conf, &e->consent);
-			e->declined = 1;
+			struct buf diff;
+
+			buf_init(&diff);
+			if (effective_change(e, &diff, err) == -1) {
+				buf_free(&diff);
+				return -1;
+			}
+			if (diff.len > 0) {
+				effective_decline(&e->conf, &e->consent);
+				e->declined = 1;
+			}
+			buf_free(&diff);
 		}
 	}
 	if ((flags & EFFECTIVE_F_PROVIDERS) &&
 	    effective_providers(&e->conf, e->oc_config, e->oc_data, &e->providers, err) == -1)
 		return -1;
 	return effective_merge(&e->conf, &e->full, &e->trusted, err);
+}
+
+/*
+ * What trusting e's changed project files would change, in consent's
+ * words (empty: nothing in effect, and a run takes them without asking).
+ * 0, or -1 with err.
+ */
+int
+effective_change(const struct effective *e, struct buf *diff, struct buf *err)
+{
+	struct config *old, *new;
+	struct conf c;
+	size_t i;
+
+	memset(&c, 0, sizeof c);
+	for (i = 0; i < e->conf.n; i++)
+		if (e->conf.files[i].role != CONF_ACCEPTED &&
+		    e->conf.files[i].role != CONF_PROVIDERS)
+			conf_add_text(&c, e->conf.files[i].role, e->conf.files[i].path,
+			              xstrndup(e->conf.files[i].data, e->conf.files[i].len),
+			              e->conf.files[i].len, 0);
+	old = effective_load_accepted(&c, &e->consent, err);
+	new = conf_load(&c, 0, err);
+	conf_free(&c);
+	if (old == NULL || new == NULL) {
+		config_free(old);
+		config_free(new);
+		return -1;
+	}
+	consent_describe(old, new, diff);
+	config_free(old);
+	config_free(new);
+	return 0;
 }
 
 void

@@ -111,6 +111,42 @@ exec_quiet(char *const *argv)
 	return rc;
 }
 
+/*
+ * A command with our stdin, stdout and stderr (an image build the user
+ * watches), with env (NAME=VALUE words, or NULL) added to our
+ * environment; its exit status, 127 when it could not be started.
+ */
+int
+exec_inherit(char *const *argv, char *const *env)
+{
+	struct strv e;
+	size_t i, n;
+	pid_t pid;
+	int rc;
+
+	memset(&e, 0, sizeof e);
+	for (i = 0; env != NULL && env[i] != NULL; i++)
+		strv_add(&e, env[i]);
+	for (i = 0; environ[i] != NULL; i++) {
+		const char *eq = strchr(environ[i], '=');
+		size_t j;
+
+		n = eq != NULL ? (size_t)(eq - environ[i]) + 1 : strlen(environ[i]);
+		for (j = 0; env != NULL && env[j] != NULL; j++)
+			if (strncmp(env[j], environ[i], n) == 0)
+				break;
+		if (env == NULL || env[j] == NULL)
+			strv_add(&e, environ[i]);
+	}
+	rc = posix_spawnp(&pid, argv[0], NULL, NULL, argv, e.v);
+	strv_free(&e);
+	if (rc != 0) {
+		fprintf(stderr, HOST_PROG ": %s: %s\n", argv[0], strerror(rc));
+		return 127;
+	}
+	return exec_wait(pid);
+}
+
 static void
 exec_forward(const struct host_plan *p, int sig)
 {

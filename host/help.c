@@ -6,6 +6,7 @@
  * OpenCode's.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "host.h"
@@ -27,6 +28,37 @@ void
 help_hint(const char *cmd, const char *err)
 {
 	fprintf(stderr, HOST_PROG " %s: %s (see `" HOST_PROG " help %s`)\n", cmd, err, cmd);
+}
+
+/*
+ * `opencode-sandbox COMMAND ... --help`: the command's help, or -1 when
+ * args hold no --help or -h before "--". The topic is the command and
+ * its first word, when that names one (`image build --help`).
+ */
+int
+help_for(const char *word, const struct strv *args)
+{
+	const struct help_topic *t = NULL;
+	char *name;
+	size_t i;
+	int asked = 0;
+
+	for (i = 0; i < args->n && strcmp(args->v[i], "--") != 0; i++)
+		if (strcmp(args->v[i], "--help") == 0 || strcmp(args->v[i], "-h") == 0)
+			asked = 1;
+	if (!asked || strcmp(word, "help") == 0)
+		return -1;
+	for (i = 0; i < args->n && t == NULL; i++)
+		if (args->v[i][0] != '-') {
+			name = xasprintf("%s %s", word, args->v[i]);
+			t = help_find(name);
+			free(name);
+			break;
+		}
+	if (t == NULL)
+		t = help_find(word);
+	fputs(t != NULL ? t->text : help_topics[0].text, stdout);
+	return 0;
 }
 
 int

@@ -91,8 +91,8 @@ extern const struct args_opt args_run_opts[];
 extern const size_t args_run_nopts;
 int args_parse(struct host_args *, int, char **, struct buf *);
 void args_free(struct host_args *);
-int args_options(const char *, const struct args_opt *, size_t, void *, const struct strv *,
-                 struct strv *, struct buf *);
+int args_options(const struct args_opt *, size_t, void *, const struct strv *, struct strv *,
+                 struct buf *);
 
 /* help.c, and the topics scripts/clidoc makes from docs/man/opencode-sandbox.1.md */
 struct help_topic {
@@ -104,6 +104,7 @@ extern const struct help_topic help_topics[];
 extern const size_t help_ntopics;
 const struct help_topic *help_find(const char *);
 int help_main(const struct strv *);
+int help_for(const char *, const struct strv *);
 void help_hint(const char *, const char *);
 
 /* conf.c: finding, reading and merging the configuration files */
@@ -251,7 +252,11 @@ struct host_plan {
 };
 const char *runtime_name(enum host_runtime);
 int runtime_select(struct host_plan *, const char *, struct buf *);
+int runtime_service(const struct host_plan *, struct buf *);
+int runtime_image(const struct host_plan *, const char *, struct buf *);
+int runtime_cap_add(const struct host_plan *);
 int runtime_preflight(const struct host_plan *, struct buf *);
+int runtime_query(const struct host_plan *, const char *const *, struct buf *);
 void runtime_argv(struct host_plan *);
 void runtime_kill_argv(const struct host_plan *, const char *, struct strv *);
 void runtime_rm_argv(const struct host_plan *, struct strv *);
@@ -289,6 +294,7 @@ void redact_word(const char *, struct buf *);
 int exec_capture(char *const *, struct buf *, int);
 int exec_run(const struct host_plan *, int);
 int exec_quiet(char *const *);
+int exec_inherit(char *const *, char *const *);
 
 /* effective.c: the configuration a run would use, for the run and the commands */
 struct effective {
@@ -314,6 +320,7 @@ int effective_providers(struct conf *, const char *, const char *, struct provid
 int effective_merge(const struct conf *, struct config **, struct config **, struct buf *);
 char *effective_opencode_dir(const char *, const char *);
 int effective_open(struct effective *, const char *, const struct strv *, int, struct buf *);
+int effective_change(const struct effective *, struct buf *, struct buf *);
 void effective_free(struct effective *);
 void effective_describe_files(const struct effective *, struct buf *);
 
@@ -321,8 +328,9 @@ void effective_describe_files(const struct effective *, struct buf *);
 struct skillmd {
 	char *name;
 	char *description;
-	size_t name_start; /* the name's value in the text, for a rename */
+	size_t name_start; /* from the end of the name's key to the end of its value */
 	size_t name_end;
+	int name_block; /* a block scalar (| or >): its text ends with a line break */
 };
 const char *skillmd_check_name(const char *);
 const char *skillmd_parse(const char *, size_t, struct skillmd *);
@@ -396,6 +404,13 @@ int skills_dirs(struct skills *, const struct effective *, struct buf *);
 int skills_find(struct skills *, const struct effective *, struct buf *);
 int skills_stage(const struct skills *, const char *, struct strv *, struct buf *);
 void skills_free(struct skills *);
+
+/* image.c: the image's build inputs, labels and builds */
+#define IMAGE_LABEL_INPUTS_NAME "io.opencode-sandbox.inputs"
+char *image_inputs_dir(struct buf *);
+char *image_inputs_digest(const char *, struct buf *);
+char *image_inspect(const struct host_plan *, const char *, const char *);
+char *image_label(const struct host_plan *, const char *, const char *);
 
 /* run.c: the run path */
 int run_main(struct host_args *);

@@ -334,7 +334,7 @@ init_main(const struct strv *args)
 	memset(&e, 0, sizeof e);
 	buf_init(&err);
 	buf_init(&text);
-	if (args_options("init", init_opts, EG_NELEM(init_opts), &o, args, &pos, &err) == -1)
+	if (args_options(init_opts, EG_NELEM(init_opts), &o, args, &pos, &err) == -1)
 		goto usage;
 	if (pos.n > 0) {
 		buf_printf(&err, "unexpected argument %s (the project is --project PATH)",

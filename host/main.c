@@ -43,7 +43,8 @@ main(int argc, char **argv)
 	else
 		for (i = 0; i < EG_NELEM(main_commands); i++)
 			if (strcmp(a.word, main_commands[i].word) == 0) {
-				rc = main_commands[i].main(&a.sub);
+				if ((rc = help_for(a.word, &a.sub)) == -1)
+					rc = main_commands[i].main(&a.sub);
 				break;
 			}
 	args_free(&a);

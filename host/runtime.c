@@ -125,16 +125,16 @@ runtime_ask(const struct host_plan *p, struct buf *out, const char *a1, const ch
 }
 
 /*
- * Before anything starts: the runtime answers, the image is there, and a
- * mode that needs nftables can get CAP_NET_ADMIN. Each failure says what
- * to do.
+ * The runtime's service answers: Docker's daemon, Apple's container
+ * service; podman needs none, but its storage (and on macOS its machine)
+ * must answer `image exists`, which runtime_image checks. 0, or -1 with
+ * what to do in err.
  */
 int
-runtime_preflight(const struct host_plan *p, struct buf *err)
+runtime_service(const struct host_plan *p, struct buf *err)
 {
-	const char *rt = runtime_name(p->rt);
 	struct buf out;
-	int rc;
+	int rc = 0;
 
 	buf_init(&out);
 	if (p->rt == HOST_RT_DOCKER &&
@@ -143,52 +143,109 @@ runtime_preflight(const struct host_plan *p, struct buf *err)
 		           "the Docker daemon is not running or not reachable (%s): start it "
 		           "(systemctl start docker, or Docker Desktop), or use --runtime podman",
 		           runtime_first_line(&out));
-		goto err;
-	}
-	if (p->rt == HOST_RT_APPLE && runtime_ask(p, &out, "system", "status", NULL, NULL) != 0) {
+		rc = -1;
+	} else if (p->rt == HOST_RT_APPLE &&
+	           runtime_ask(p, &out, "system", "status", NULL, NULL) != 0) {
 		buf_printf(err,
 		           "Apple's container service is not running (%s): start it with "
 		           "`container system start`",
 		           runtime_first_line(&out));
-		goto err;
+		rc = -1;
 	}
+	buf_free(&out);
+	return rc;
+}
+
+/* 1 when the image is there, 0 when it is not, -1 with err when podman's storage does not answer. */
+int
+runtime_image(const struct host_plan *p, const char *image, struct buf *err)
+{
+	struct buf out;
+	int rc;
+
+	buf_init(&out);
 	if (p->rt == HOST_RT_PODMAN)
-		rc = runtime_ask(p, &out, "image", "exists", p->image, NULL);
+		rc = runtime_ask(p, &out, "image", "exists", image, NULL);
 	else
-		rc = runtime_ask(p, &out, "image", "inspect", p->image, NULL);
+		rc = runtime_ask(p, &out, "image", "inspect", image, NULL);
 	if (p->rt == HOST_RT_PODMAN && rc > 1) {
 		buf_printf(err,
 		           "podman cannot reach its storage or service (%s); on macOS start the "
 		           "machine with `podman machine start`",
 		           runtime_first_line(&out));
-		goto err;
+		buf_free(&out);
+		return -1;
 	}
-	if (rc != 0) {
+	buf_free(&out);
+	return rc == 0;
+}
+
+/* Whether `RUNTIME run` can grant a capability (--cap-add), for strict and off mode. */
+int
+runtime_cap_add(const struct host_plan *p)
+{
+	struct buf out;
+	int ok;
+
+	buf_init(&out);
+	ok = runtime_ask(p, &out, "run", "--help", NULL, NULL) == 0 &&
+	     strstr(buf_cstr(&out), "--cap-add") != NULL;
+	buf_free(&out);
+	return ok;
+}
+
+/*
+ * Before anything starts: the runtime answers, the image is there, and a
+ * mode that needs nftables can get CAP_NET_ADMIN. Each failure says what
+ * to do.
+ */
+int
+runtime_preflight(const struct host_plan *p, struct buf *err)
+{
+	const char *rt = runtime_name(p->rt);
+	int rc;
+
+	if (runtime_service(p, err) == -1 || (rc = runtime_image(p, p->image, err)) == -1)
+		return -1;
+	if (rc == 0) {
 		buf_printf(err,
 		           "image %s not found in %s: run `" HOST_PROG " image build`, or build it "
 		           "from the repository: %s build -f image/Containerfile -t %s .",
 		           p->image, rt, rt, p->image);
-		goto err;
+		return -1;
 	}
-	if (p->net_admin) {
-		if (runtime_ask(p, &out, "run", "--help", NULL, NULL) != 0 ||
-		    strstr(buf_cstr(&out), "--cap-add") == NULL) {
-			buf_printf(
-			    err,
-			    "%s mode needs CAP_NET_ADMIN in the container (sandbox-init installs "
-			    "its nftables rules with it, then drops it), and this %s cannot "
-			    "grant it: its `run` has no --cap-add. Update %s, or run practical "
-			    "mode: --network-mode practical (or network.mode: practical), which "
-			    "forces nothing: programs that ignore the proxy variables bypass it",
-			    config_mode_name(p->mode), rt, rt);
-			goto err;
-		}
+	if (p->net_admin && !runtime_cap_add(p)) {
+		buf_printf(err,
+		           "%s mode needs CAP_NET_ADMIN in the container (sandbox-init installs "
+		           "its nftables rules with it, then drops it), and this %s cannot "
+		           "grant it: its `run` has no --cap-add. Update %s, or run practical "
+		           "mode: --network-mode practical (or network.mode: practical), which "
+		           "forces nothing: programs that ignore the proxy variables bypass it",
+		           config_mode_name(p->mode), rt, rt);
+		return -1;
 	}
-	buf_free(&out);
 	return 0;
-err:
-	buf_free(&out);
-	return -1;
+}
+
+/*
+ * A query of the runtime: argv after the runtime's path, its output (and
+ * stderr) in out; its exit status.
+ */
+int
+runtime_query(const struct host_plan *p, const char *const *args, struct buf *out)
+{
+	struct strv a;
+	size_t i;
+	int rc;
+
+	memset(&a, 0, sizeof a);
+	strv_add(&a, p->rt_path);
+	for (i = 0; args[i] != NULL; i++)
+		strv_add(&a, args[i]);
+	buf_reset(out);
+	rc = exec_capture(a.v, out, 1);
+	strv_free(&a);
+	return rc;
 }
 
 /*

@@ -63,6 +63,26 @@ skillmd_front_end(const char *text, size_t len, size_t start)
 	return 0;
 }
 
+/*
+ * A libyaml mark's index counts characters, not bytes: the byte offset of
+ * the index-th character of text (valid UTF-8, or libyaml would have
+ * refused it; a byte order mark at its start is not counted).
+ */
+static size_t
+skillmd_bytes(const char *text, size_t len, size_t index)
+{
+	const unsigned char *p = (const unsigned char *)text;
+	size_t off = 0, n;
+
+	if (len >= 3 && p[0] == 0xef && p[1] == 0xbb && p[2] == 0xbf)
+		off = 3;
+	for (; index > 0 && off < len; index--) {
+		n = p[off] < 0x80 ? 1 : p[off] < 0xe0 ? 2 : p[off] < 0xf0 ? 3 : 4;
+		off += n;
+	}
+	return off < len ? off : len;
+}
+
 static char *
 skillmd_scalar(const yaml_event_t *ev)
 {
@@ -74,9 +94,10 @@ skillmd_scalar(const yaml_event_t *ev)
  * however nested, is skipped by counting its events' depth.
  */
 static const char *
-skillmd_walk(yaml_parser_t *p, struct skillmd *m, size_t base)
+skillmd_walk(yaml_parser_t *p, struct skillmd *m, const char *text, size_t len, size_t base)
 {
 	yaml_event_t ev;
+	size_t key_end = 0;
 	int depth = 0, key = 1, done = 0;
 	enum { NONE, NAME, DESC, SKIP } want = NONE;
 	const char *err = NULL;
@@ -112,6 +133,9 @@ skillmd_walk(yaml_parser_t *p, struct skillmd *m, size_t base)
 				want = strcmp(k, "name") == 0          ? NAME
 				       : strcmp(k, "description") == 0 ? DESC
 				                                       : SKIP;
+				if (want == NAME)
+					key_end =
+					    base + skillmd_bytes(text, len, ev.end_mark.index);
 				if ((want == NAME && m->name != NULL) ||
 				    (want == DESC && m->description != NULL))
 					err = "a key appears twice in the frontmatter";
@@ -119,8 +143,13 @@ skillmd_walk(yaml_parser_t *p, struct skillmd *m, size_t base)
 			} else if (depth == 1) {
 				if (want == NAME) {
 					m->name = skillmd_scalar(&ev);
-					m->name_start = base + ev.start_mark.index;
-					m->name_end = base + ev.end_mark.index;
+					m->name_start = key_end;
+					m->name_end =
+					    base + skillmd_bytes(text, len, ev.end_mark.index);
+					/* A block scalar's text runs to the end of its last line. */
+					m->name_block =
+					    ev.data.scalar.style == YAML_LITERAL_SCALAR_STYLE ||
+					    ev.data.scalar.style == YAML_FOLDED_SCALAR_STYLE;
 				} else if (want == DESC)
 					m->description = skillmd_scalar(&ev);
 				want = NONE;
@@ -186,7 +215,7 @@ skillmd_parse(const char *text, size_t len, struct skillmd *m)
 	if (!yaml_parser_initialize(&p))
 		fatalx("yaml_parser_initialize");
 	yaml_parser_set_input_string(&p, (const unsigned char *)text + start, end - start);
-	err = skillmd_walk(&p, m, start);
+	err = skillmd_walk(&p, m, text + start, end - start, start);
 	yaml_parser_delete(&p);
 	if (err == NULL && m->name == NULL)
 		err = "the frontmatter has no name";
@@ -201,7 +230,7 @@ skillmd_parse(const char *text, size_t len, struct skillmd *m)
 	return err;
 }
 
-/* text with the name's value replaced by name (a checked name: plain YAML). */
+/* text with the name's value replaced by name (a checked name). */
 char *
 skillmd_rename(const char *text, size_t len, const struct skillmd *m, const char *name,
                size_t *outlen)
@@ -209,8 +238,16 @@ skillmd_rename(const char *text, size_t len, const struct skillmd *m, const char
 	struct buf b;
 
 	buf_init(&b);
+	/*
+	 * From the end of the key: ": " and the value in double quotes, which
+	 * end it whatever follows (a plain value would run on into a "#" that
+	 * followed a quoted one) and wherever it was (a block scalar may start
+	 * lines below its key); a checked name needs no escape.
+	 */
 	buf_add(&b, text, m->name_start);
-	buf_adds(&b, name);
+	buf_printf(&b, ": \"%s\"", name);
+	if (m->name_block)
+		buf_addc(&b, '\n');
 	buf_add(&b, text + m->name_end, len - m->name_end);
 	*outlen = b.len;
 	return buf_release(&b);

@@ -464,8 +464,8 @@ skills_import(const struct strv *args)
 	memset(&e, 0, sizeof e);
 	memset(&have, 0, sizeof have);
 	buf_init(&err);
-	if (args_options("skills import", skills_import_opts, EG_NELEM(skills_import_opts), &o,
-	                 args, &pos, &err) == -1)
+	if (args_options(skills_import_opts, EG_NELEM(skills_import_opts), &o, args, &pos, &err) ==
+	    -1)
 		goto usage;
 	if (pos.n != 1) {
 		buf_adds(&err, pos.n == 0 ? "which skills? SOURCE is a skill directory or a "
@@ -653,8 +653,7 @@ skills_list(const struct strv *args)
 	memset(&e, 0, sizeof e);
 	memset(&s, 0, sizeof s);
 	buf_init(&err);
-	if (args_options("skills list", skills_list_opts, EG_NELEM(skills_list_opts), &o, args,
-	                 &pos, &err) == -1)
+	if (args_options(skills_list_opts, EG_NELEM(skills_list_opts), &o, args, &pos, &err) == -1)
 		goto usage;
 	if (pos.n > 0) {
 		buf_printf(&err, "unexpected argument %s (the project is --project PATH)",

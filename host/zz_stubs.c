@@ -10,7 +10,7 @@ stub(const char *w, const struct strv *a)
 	struct buf err;
 
 	buf_init(&err);
-	if (args_options(w, NULL, 0, NULL, a, &pos, &err) == -1)
+	if (args_options(NULL, 0, NULL, a, &pos, &err) == -1)
 		fprintf(stderr, HOST_PROG ": %s\n", buf_cstr(&err));
 	else
 		fprintf(stderr, HOST_PROG " %s: not available in this version\n", w);
@@ -19,27 +19,7 @@ stub(const char *w, const struct strv *a)
 	return HOST_EXIT_USAGE;
 }
 int
-doctor_main(const struct strv *a)
-{
-	return stub("doctor", a);
-}
-int
 policytest_main(const struct strv *a)
 {
 	return stub("policy", a);
-}
-int
-cmdconfig_main(const struct strv *a)
-{
-	return stub("config", a);
-}
-int
-image_main(const struct strv *a)
-{
-	return stub("image", a);
-}
-int
-image_upgrade_main(const struct strv *a)
-{
-	return stub("upgrade", a);
 }

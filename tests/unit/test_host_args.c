@@ -220,7 +220,7 @@ test_options(void **state)
 	strv_add(&args, "--include=y");
 	strv_add(&args, "--");
 	strv_add(&args, "--json");
-	assert_int_equal(args_options("t", table, EG_NELEM(table), &o, &args, &pos, &err), 0);
+	assert_int_equal(args_options(table, EG_NELEM(table), &o, &args, &pos, &err), 0);
 	assert_true(o.json);
 	assert_string_equal(o.project, "p");
 	assert_int_equal(o.include.n, 2);
@@ -231,12 +231,12 @@ test_options(void **state)
 	strv_free(&pos);
 	strv_free(&args);
 	strv_add(&args, "--dry-run");
-	assert_int_equal(args_options("doctor", table, EG_NELEM(table), &o, &args, &pos, &err), -1);
-	assert_string_equal(buf_cstr(&err), "doctor: unknown option --dry-run");
+	assert_int_equal(args_options(table, EG_NELEM(table), &o, &args, &pos, &err), -1);
+	assert_string_equal(buf_cstr(&err), "unknown option --dry-run");
 	strv_free(&args);
 	buf_reset(&err);
 	strv_add(&args, "--project");
-	assert_int_equal(args_options("t", table, EG_NELEM(table), &o, &args, &pos, &err), -1);
+	assert_int_equal(args_options(table, EG_NELEM(table), &o, &args, &pos, &err), -1);
 	assert_string_equal(buf_cstr(&err), "--project needs a value");
 	strv_free(&args);
 	strv_free(&pos);

@@ -71,6 +71,9 @@ mounts_check_resolved(const char *abs)
 	if (realpath(host_home(), home) != NULL) {
 		if (strcmp(abs, home) == 0)
 			return "is your home directory: name a project directory inside it";
+		/* A directory above the home mounts it whole, ~/.ssh included. */
+		if (mounts_under(home, abs))
+			return "holds your home directory: name a project directory inside it";
 		snprintf(ssh, sizeof ssh, "%s/.ssh", home);
 		if (mounts_under(abs, ssh))
 			return "is in ~/.ssh, which is never mounted";

@@ -33,6 +33,9 @@ test_project(void **state)
 	    strstr(mounts_check_project("/", out, sizeof out), "is the root directory"));
 	assert_non_null(
 	    strstr(mounts_check_project(home, out, sizeof out), "is your home directory"));
+	/* A directory above the home would mount it whole. */
+	assert_non_null(
+	    strstr(mounts_check_project("/tmp", out, sizeof out), "holds your home directory"));
 	p = xasprintf("%s/proj", home);
 	assert_int_equal(mkdir(p, 0755), 0);
 	assert_null(mounts_check_project(p, out, sizeof out));

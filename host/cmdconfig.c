@@ -124,10 +124,9 @@ cmdconfig_items(const struct effective *e, const struct skills *sk, struct cmdco
 	const struct config_wrapper *w = &e->full->wrapper;
 	const char *env = getenv("OPENCODE_SANDBOX_IMAGE");
 	char cpus[16];
-	long n = sysconf(_SC_NPROCESSORS_ONLN);
 	size_t k = 0;
 
-	snprintf(cpus, sizeof cpus, "%ld", n < 1 ? 1 : n > 4 ? 4 : n);
+	plan_default_cpus(cpus, sizeof cpus);
 #define ITEM(name, off, islist, val)                                                               \
 	do {                                                                                       \
 		it[k].key = name;                                                                  \

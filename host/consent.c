@@ -218,6 +218,21 @@ consent_list_equal(const struct cfg_list *a, const struct cfg_list *b)
 	return 1;
 }
 
+/* Two glob lists in effect: an unset one is its default (["*"] or []). */
+static int
+consent_globs_equal(const struct cfg_list *a, const struct cfg_list *b, const char *dflt)
+{
+	size_t na = a->set ? a->n : dflt != NULL, nb = b->set ? b->n : dflt != NULL, i;
+
+	if (na != nb)
+		return 0;
+	for (i = 0; i < na; i++)
+		if (strcmp(a->set ? a->items[i].value : dflt, b->set ? b->items[i].value : dflt) !=
+		    0)
+			return 0;
+	return 1;
+}
+
 static const char *
 consent_str(const char *s)
 {
@@ -268,6 +283,7 @@ static void
 consent_wrapper(struct buf *out, const struct config_wrapper *o, const struct config_wrapper *n)
 {
 	const char *image = getenv("OPENCODE_SANDBOX_IMAGE");
+	char cpus[16];
 
 	if (image == NULL || image[0] == '\0')
 		image = HOST_DEFAULT_IMAGE;
@@ -289,7 +305,20 @@ consent_wrapper(struct buf *out, const struct config_wrapper *o, const struct co
 	    CONSENT_VAL(o, opencode_permission_bash, (enum config_permission) - 1) !=
 	        CONSENT_VAL(n, opencode_permission_bash, (enum config_permission) - 1))
 		buf_adds(out, "  OpenCode's edit and bash permissions change\n");
-	CONSENT_TEXT(out, o, n, resources_cpus, NULL, "CPUs");
+	/*
+	 * A project file's skills.importedDir stays under its own directory
+	 * (skillset.c), so it names nothing of the host's to ask about.
+	 */
+	if (!consent_globs_equal(&o->skills_include, &n->skills_include, "*") ||
+	    !consent_globs_equal(&o->skills_exclude, &n->skills_exclude, NULL))
+		buf_adds(out, "  the imported skills a run exposes change (skills.include, "
+		              "skills.exclude)\n");
+	CONSENT_FLAG(out, o, n, skills_expose_global_skills, 0,
+	             "your host's skill folders exposed in the sandbox");
+	CONSENT_FLAG(out, o, n, skills_expose_project_skills, 1,
+	             "the project's .agents and .claude skills exposed");
+	plan_default_cpus(cpus, sizeof cpus);
+	CONSENT_TEXT(out, o, n, resources_cpus, cpus, "CPUs");
 	CONSENT_TEXT(out, o, n, resources_memory, "4g", "memory");
 	CONSENT_FLAG(out, o, n, container_remove, 1, "container removed at exit");
 	CONSENT_FLAG(out, o, n, container_debug, 0, "debug output");

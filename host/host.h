@@ -270,6 +270,7 @@ struct skills;
 int plan_build(struct host_plan *, const struct host_args *, const struct effective *,
                const struct skills *, struct buf *);
 int plan_serve_ports(const struct strv *, struct strv *, int *);
+void plan_default_cpus(char *, size_t);
 
 /* mounts.c: path safety and what the container sees of the host */
 const char *mounts_check_project(const char *, char *, size_t);

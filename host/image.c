@@ -493,11 +493,14 @@ static const char image_upgrade_file[] =
 static char *
 image_upgrade_context(const char *label, struct buf *err)
 {
-	char tmpl[] = "/tmp/opencode-sandbox-upgrade.XXXXXX", *dir, *file;
-	const char *text = label != NULL ? label : image_upgrade_file;
+	const char *text = label != NULL ? label : image_upgrade_file, *tmp = getenv("TMPDIR");
+	char *tmpl, *dir, *file;
 
+	tmpl = xasprintf("%s/opencode-sandbox-upgrade.XXXXXX",
+	                 tmp != NULL && tmp[0] == '/' ? tmp : "/tmp");
 	if ((dir = mkdtemp(tmpl)) == NULL) {
 		buf_printf(err, "%s: %s", tmpl, strerror(errno));
+		free(tmpl);
 		return NULL;
 	}
 	file = xasprintf("%s/Containerfile", dir);
@@ -505,10 +508,11 @@ image_upgrade_context(const char *label, struct buf *err)
 		buf_printf(err, "%s: %s", file, strerror(errno));
 		free(file);
 		state_remove_tree(dir);
+		free(tmpl);
 		return NULL;
 	}
 	free(file);
-	return xstrdup(dir);
+	return tmpl;
 }
 
 /* OpenCode's version in image, asked of the binary itself. */

@@ -206,9 +206,8 @@ init_render(struct buf *b, const struct config *cfg, const struct effective *e, 
 	const struct config_wrapper *w = &cfg->wrapper;
 	const char *image = getenv("OPENCODE_SANDBOX_IMAGE");
 	char cpus[16];
-	long n = sysconf(_SC_NPROCESSORS_ONLN);
 
-	snprintf(cpus, sizeof cpus, "%ld", n < 1 ? 1 : n > 4 ? 4 : n);
+	plan_default_cpus(cpus, sizeof cpus);
 	buf_printf(b, "# %s, written by `" HOST_PROG " init%s`.\n",
 	           global ? "opencode-sandbox's global configuration"
 	                  : "This project's opencode-sandbox configuration",

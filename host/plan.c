@@ -146,12 +146,13 @@ plan_serve_ports(const struct strv *in, struct strv *out, int *port)
 	return 0;
 }
 
-static long
-plan_cpus(void)
+/* The default of resources.cpus: 4, or the machine's CPUs when fewer. */
+void
+plan_default_cpus(char *out, size_t size)
 {
 	long n = sysconf(_SC_NPROCESSORS_ONLN);
 
-	return n < 1 ? 1 : n > 4 ? 4 : n;
+	snprintf(out, size, "%ld", n < 1 ? 1 : n > 4 ? 4 : n);
 }
 
 /*
@@ -329,7 +330,7 @@ plan_build(struct host_plan *p, const struct host_args *a, const struct effectiv
 	const struct config_wrapper *w = &full->wrapper;
 	const char *image = getenv("OPENCODE_SANDBOX_IMAGE");
 	struct strv oc;
-	char rnd[9];
+	char rnd[9], cpus[16];
 	int port = 0;
 	size_t i;
 
@@ -346,8 +347,8 @@ plan_build(struct host_plan *p, const struct host_args *a, const struct effectiv
 	                    w->container_name_prefix != NULL ? w->container_name_prefix
 	                                                     : "opencode-sandbox",
 	                    s->slug, rnd);
-	p->cpus =
-	    w->resources_cpus != NULL ? xstrdup(w->resources_cpus) : xasprintf("%ld", plan_cpus());
+	plan_default_cpus(cpus, sizeof cpus);
+	p->cpus = xstrdup(w->resources_cpus != NULL ? w->resources_cpus : cpus);
 	p->memory = xstrdup(w->resources_memory != NULL ? w->resources_memory : "4g");
 	p->workdir = xstrdup(w->project_target != NULL ? w->project_target : HOST_TARGET);
 	plan_user(p, e->project);

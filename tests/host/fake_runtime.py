@@ -10,10 +10,15 @@ was handed (the sources of the /sandbox/config and /etc/opencode-sandbox/run
 mounts) to $FAKE_DIR/staged/, writes $FAKE_AUDIT's lines to the audit log
 in the /sandbox/logs mount, and exits $FAKE_EXIT (default 0).
 
-Behaviour switches: FAKE_NO_DAEMON=1 (docker version and container system
-status fail), FAKE_NO_IMAGE=1 (image exists/inspect fail), FAKE_NO_CAP_ADD=1
-(run --help does not list --cap-add), FAKE_RUN_WAIT=1 (run waits for a
-signal; kill --signal SIG NAME delivers it, and the run exits 128+SIG).
+Behaviour switches: FAKE_NO_DAEMON=1 (docker's server version, podman info
+and container system status fail), FAKE_NO_IMAGE=1 (image exists/inspect
+fail), FAKE_NO_CAP_ADD=1 (run --help does not list --cap-add), FAKE_RUN_WAIT=1
+(run waits for a signal; kill --signal SIG NAME delivers it, and the run
+exits 128+SIG). For the image commands: FAKE_LABELS (the JSON `image inspect
+--format '{{json .Config.Labels}}'` prints), FAKE_USER (`{{.Config.User}}`),
+FAKE_BUILD_EXIT (a build's status; each build's Containerfile is copied to
+$FAKE_DIR/build-N.Containerfile), FAKE_PULL_FAIL=1, FAKE_OPENCODE_VERSION
+(what `run --entrypoint opencode IMAGE --version` prints).
 """
 import os
 import shutil
@@ -55,7 +60,8 @@ def run():
     m = mounts()
     staged = os.path.join(D, "staged")
     shutil.rmtree(staged, ignore_errors=True)
-    for target, name in (("/sandbox/config", "config"), ("/etc/opencode-sandbox/run", "opencode")):
+    for target, name in (("/sandbox/config", "config"), ("/etc/opencode-sandbox/run", "opencode"),
+                         ("/home/opencode/.config/opencode/skills", "skills")):
         if m.get(target):
             shutil.copytree(m[target], os.path.join(staged, name), symlinks=True)
     if m.get("/home/opencode"):
@@ -82,14 +88,55 @@ def run():
     sys.exit(int(os.environ.get("FAKE_EXIT", "0")))
 
 
+def build():
+    """An image build: its Containerfile kept, its status FAKE_BUILD_EXIT."""
+    n = 1
+    while os.path.exists(os.path.join(D, "build-%d.Containerfile" % n)):
+        n += 1
+    if "-f" in ARGS:
+        shutil.copyfile(ARGS[ARGS.index("-f") + 1], os.path.join(D, "build-%d.Containerfile" % n))
+    print("STEP 1/1: (fake build)")
+    sys.exit(int(os.environ.get("FAKE_BUILD_EXIT", "0")))
+
+
+def inspect_format():
+    fmt = ARGS[ARGS.index("--format") + 1]
+    if os.environ.get("FAKE_NO_IMAGE") == "1":
+        sys.stderr.write("Error: no such image\n")
+        sys.exit(1)
+    if "Labels" in fmt:
+        print(os.environ.get("FAKE_LABELS", '{"ai.opencode.version":"1.18.33"}'))
+    elif "User" in fmt:
+        print(os.environ.get("FAKE_USER", ""))
+
+
 def main():
     record()
     cmd = ARGS[:2]
-    if cmd == ["version", "--format"] or cmd == ["system", "status"]:
+    if cmd == ["version", "--format"] and "Client" in ARGS[2]:
+        print("4.3.1" if NAME == "podman" else "20.10.24")
+        return
+    if ARGS[:1] == ["--version"]:
+        print("container CLI version 0.5.0")
+        return
+    if cmd == ["version", "--format"] or cmd == ["system", "status"] or cmd == ["info", "--format"]:
         if os.environ.get("FAKE_NO_DAEMON") == "1":
             sys.stderr.write("Cannot connect to the Docker daemon at unix:///var/run/docker.sock\n")
             sys.exit(1)
-        print("28.2.2")
+        print("/var/lib/containers/storage" if cmd[0] == "info" else "28.2.2")
+        return
+    if cmd == ["image", "inspect"] and "--format" in ARGS:
+        inspect_format()
+        return
+    if ARGS[:1] == ["build"]:
+        build()
+    if ARGS[:1] == ["pull"] or ARGS[:2] == ["image", "pull"]:
+        sys.exit(1 if os.environ.get("FAKE_PULL_FAIL") == "1" else 0)
+    if ARGS[:1] == ["rmi"]:
+        return
+    if ARGS[:1] == ["run"] and "--entrypoint" in ARGS and \
+            ARGS[ARGS.index("--entrypoint") + 1] == "opencode":
+        print(os.environ.get("FAKE_OPENCODE_VERSION", "1.18.40"))
         return
     if cmd in (["image", "exists"], ["image", "inspect"]):
         sys.exit(1 if os.environ.get("FAKE_NO_IMAGE") == "1" else 0)

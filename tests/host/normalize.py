@@ -4,9 +4,11 @@
   normalize.py T NAME CPUS [BASE]
 
 T (the case's temp dir) becomes $T, BASE (the test's) $BASE, the container NAME becomes NAME, run
-ids and the project hash become fixed words, and the default --cpus value
-(CPUS, which depends on the machine) becomes CPUS.
+ids and the project hash become fixed words, the default --cpus value
+(CPUS, which depends on the machine) becomes CPUS, and the machine's uname
+(doctor's host.os) SYSNAME RELEASE MACHINE.
 """
+import os
 import re
 import sys
 
@@ -26,4 +28,10 @@ text = re.sub(r"\.tmp\.\d+", ".tmp.PID", text)
 # A container name printed where no run argv gave it away (--dry-run).
 text = re.sub(r"((?:--name[ \n])|(?:container: ))([A-Za-z0-9._-]+)-[a-z0-9]{8}(?=[\s)])",
               r"\1\2-RANDOM", text)
+# upgrade's temporary build context and tag.
+text = re.sub(r"opencode-sandbox-upgrade\.[A-Za-z0-9]{6}", "opencode-sandbox-upgrade.TMP", text)
+text = re.sub(r"opencode-sandbox-upgrade:[a-z0-9]{8}", "opencode-sandbox-upgrade:RANDOM", text)
+# The machine doctor runs on (host.os).
+u = os.uname()
+text = text.replace("%s %s %s" % (u.sysname, u.release, u.machine), "SYSNAME RELEASE MACHINE")
 sys.stdout.write(text)

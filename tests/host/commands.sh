@@ -279,10 +279,11 @@ osb init
 cat "$P/.opencode-sandbox.yaml" >>"$F/out"
 golden
 WROTE=$(cat "$P/.opencode-sandbox.yaml")
-expect_contains "$WROTE" "~/.config/opencode/opencode.json: your OpenCode config" "init says what it found: the config"
+TILDE="~"
+expect_contains "$WROTE" "$TILDE/.config/opencode/opencode.json: your OpenCode config" "init says what it found: the config"
 expect_contains "$WROTE" "opencode.json in the project: OpenCode reads it" "... the project's OpenCode config"
 expect_contains "$WROTE" ".opencode/skills: 1 skill of the project" "... the project's skills"
-expect_contains "$WROTE" "~/.claude/skills: 2 skills, not exposed in the sandbox; to use them: opencode-sandbox skills import ~/.claude/skills" "... the host's skills, to import"
+expect_contains "$WROTE" "$TILDE/.claude/skills: 2 skills, not exposed in the sandbox; to use them: opencode-sandbox skills import $TILDE/.claude/skills" "... the host's skills, to import"
 expect_contains "$WROTE" "openai: api.openai.com" "... and the providers it will allowlist"
 expect_absent "$WROTE" "sk-ant-secret" "... never a key"
 
@@ -305,6 +306,7 @@ skillsrc() {
 }
 # treehash DIR: a skill's hash, as docs/opencode-sandbox.md tells to compute it.
 treehash() { (cd "$1" && find . -type f -printf '%P\0' | LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -d' ' -f1); }
+staged_skills() { find "$F/staged/skills" -mindepth 1 -maxdepth 1 -printf '%f\n' 2>/dev/null | sort | paste -sd' '; }
 manifest() { python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); print(" ".join("%s:%s:%s" % (s["name"], s["scope"], s["sha256"]) for s in m["skills"]))' "$1" 2>&1; }
 
 begin skills-import
@@ -329,7 +331,7 @@ rm -f "$F/calls" "$F/run.argv"
 osb
 expect_eq "$RC" 0 "a run with imported skills"
 expect_contains "$RUN" "scratch/skills,target=/home/opencode/.config/opencode/skills,readonly" "the run mounts the imported skills read-only where OpenCode looks"
-expect_eq "$(cd "$F/staged/skills" 2>/dev/null && ls | paste -sd' ')" "deploy review" "... exactly the imported ones"
+expect_eq "$(staged_skills)" "deploy review" "... exactly the imported ones"
 expect_absent "$RUN" "source=$H/.config/opencode/skills" "the host's skill folder is not mounted"
 expect_contains "$ERR" ".config/opencode/skills: not mounted: a run exposes imported skills only" "... and that is said"
 
@@ -384,7 +386,7 @@ expect_eq "$(manifest "$P/.opencode-sandbox/skills-manifest.json")" \
 	"review:project:$(treehash "$P/.opencode-sandbox/skills/review")" "the project's manifest"
 rm -f "$F/calls" "$F/run.argv"
 osb
-expect_eq "$(cd "$F/staged/skills" 2>/dev/null && ls | paste -sd' ')" "review" "a run exposes the project's imports"
+expect_eq "$(staged_skills)" "review" "a run exposes the project's imports"
 echo "changed by the agent" >>"$P/.opencode-sandbox/skills/review/SKILL.md"
 osb
 expect_contains "$ERR" "skill review changed since it was imported" "a changed project skill is said"

@@ -44,6 +44,7 @@ begin() {
 
 # osb ARGS...: opencode-sandbox in $CWD with a clean environment plus EXTRA
 # (NAME=VALUE words); RC, OUT, ERR, and RUN (the normalized run argv).
+# shellcheck disable=SC2034 # OUT and ERR are for the scripts
 osb() {
 	(cd "$CWD" && env -i PATH="$PATHS" HOME="$H" LANG=C FAKE_DIR="$F" \
 		FAKE_ENV="ANTHROPIC_API_KEY OPENCODE_SANDBOX_NETWORK_MODE" \

@@ -29,16 +29,18 @@ struct cmdconfig_opts {
 	struct strv configs;
 };
 
-static const struct args_opt cmdconfig_path_opts[] = {
+const struct args_opt cmdconfig_path_opts[] = {
     {"global", ARGS_BOOL, offsetof(struct cmdconfig_opts, global), NULL},
     {"project", ARGS_STRING, offsetof(struct cmdconfig_opts, project), "PATH"},
 };
+const size_t cmdconfig_path_opts_n = EG_NELEM(cmdconfig_path_opts);
 
-static const struct args_opt cmdconfig_show_opts[] = {
+const struct args_opt cmdconfig_show_opts[] = {
     {"project", ARGS_STRING, offsetof(struct cmdconfig_opts, project), "PATH"},
     {"json", ARGS_BOOL, offsetof(struct cmdconfig_opts, json), NULL},
     {"config", ARGS_LIST, offsetof(struct cmdconfig_opts, configs), "FILE"},
 };
+const size_t cmdconfig_show_opts_n = EG_NELEM(cmdconfig_show_opts);
 
 /*
  * A value as it may be printed: a URL's password and the value of a

@@ -62,13 +62,14 @@ struct doctor_opts {
 	struct strv configs;
 };
 
-static const struct args_opt doctor_opts[] = {
+const struct args_opt doctor_opts[] = {
     {"json", ARGS_BOOL, offsetof(struct doctor_opts, json), NULL},
     {"project", ARGS_STRING, offsetof(struct doctor_opts, project), "PATH"},
     {"runtime", ARGS_STRING, offsetof(struct doctor_opts, runtime), "NAME"},
     {"image", ARGS_STRING, offsetof(struct doctor_opts, image), "NAME"},
     {"config", ARGS_LIST, offsetof(struct doctor_opts, configs), "FILE"},
 };
+const size_t doctor_opts_n = EG_NELEM(doctor_opts);
 
 static void doctor_add(struct doctor *, const char *, enum doctor_status, const char *, ...)
     EG_PRINTF(4, 5);

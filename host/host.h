@@ -416,7 +416,23 @@ char *image_label(const struct host_plan *, const char *, const char *);
 /* run.c: the run path */
 int run_main(struct host_args *);
 
-/* the wrapper's commands: each parses its own arguments (args_options) */
+/* the wrapper's commands: each parses its own arguments (args_options) with its table */
+extern const struct args_opt doctor_opts[];
+extern const size_t doctor_opts_n;
+extern const struct args_opt init_opts[];
+extern const size_t init_opts_n;
+extern const struct args_opt skills_import_opts[];
+extern const size_t skills_import_opts_n;
+extern const struct args_opt skills_list_opts[];
+extern const size_t skills_list_opts_n;
+extern const struct args_opt cmdconfig_path_opts[];
+extern const size_t cmdconfig_path_opts_n;
+extern const struct args_opt cmdconfig_show_opts[];
+extern const size_t cmdconfig_show_opts_n;
+extern const struct args_opt image_build_opts[];
+extern const size_t image_build_opts_n;
+extern const struct args_opt image_upgrade_opts[];
+extern const size_t image_upgrade_opts_n;
 int doctor_main(const struct strv *);
 int init_main(const struct strv *);
 int skills_main(const struct strv *);

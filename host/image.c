@@ -41,15 +41,16 @@ struct image_opts {
 	int no_pull;
 };
 
-static const struct args_opt image_build_opts[] = {
+const struct args_opt image_build_opts[] = {
     {"tag", ARGS_STRING, offsetof(struct image_opts, tag), "TAG"},
     {"opencode-version", ARGS_STRING, offsetof(struct image_opts, version), "VERSION"},
     {"base", ARGS_STRING, offsetof(struct image_opts, base), "IMAGE"},
     {"runtime", ARGS_STRING, offsetof(struct image_opts, runtime), "NAME"},
     {"build-ca", ARGS_STRING, offsetof(struct image_opts, build_ca), "FILE"},
 };
+const size_t image_build_opts_n = EG_NELEM(image_build_opts);
 
-static const struct args_opt image_upgrade_opts[] = {
+const struct args_opt image_upgrade_opts[] = {
     {"runtime", ARGS_STRING, offsetof(struct image_opts, runtime), "NAME"},
     {"build-ca", ARGS_STRING, offsetof(struct image_opts, build_ca), "FILE"},
     {"no-pull", ARGS_BOOL, offsetof(struct image_opts, no_pull), NULL},
@@ -57,6 +58,7 @@ static const struct args_opt image_upgrade_opts[] = {
     /* OpenCode's own upgrade option: taken only to be refused with the reason. */
     {"method", ARGS_STRING, offsetof(struct image_opts, method), "METHOD"},
 };
+const size_t image_upgrade_opts_n = EG_NELEM(image_upgrade_opts);
 
 static int
 image_has_inputs(const char *dir)

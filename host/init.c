@@ -28,11 +28,12 @@ struct init_opts {
 	int force;
 };
 
-static const struct args_opt init_opts[] = {
+const struct args_opt init_opts[] = {
     {"project", ARGS_STRING, offsetof(struct init_opts, project), "PATH"},
     {"global", ARGS_BOOL, offsetof(struct init_opts, global), NULL},
     {"force", ARGS_BOOL, offsetof(struct init_opts, force), NULL},
 };
+const size_t init_opts_n = EG_NELEM(init_opts);
 
 /* A path for a comment: under the home directory as "~/...". */
 static void

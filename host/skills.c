@@ -37,7 +37,7 @@ struct skills_opts {
 	int json;
 };
 
-static const struct args_opt skills_import_opts[] = {
+const struct args_opt skills_import_opts[] = {
     {"scope", ARGS_STRING, offsetof(struct skills_opts, scope), "global|project"},
     {"project", ARGS_STRING, offsetof(struct skills_opts, project), "PATH"},
     {"include", ARGS_LIST, offsetof(struct skills_opts, include), "GLOB"},
@@ -45,11 +45,13 @@ static const struct args_opt skills_import_opts[] = {
     {"name-prefix", ARGS_STRING, offsetof(struct skills_opts, prefix), "PREFIX"},
     {"dry-run", ARGS_BOOL, offsetof(struct skills_opts, dry_run), NULL},
 };
+const size_t skills_import_opts_n = EG_NELEM(skills_import_opts);
 
-static const struct args_opt skills_list_opts[] = {
+const struct args_opt skills_list_opts[] = {
     {"json", ARGS_BOOL, offsetof(struct skills_opts, json), NULL},
     {"project", ARGS_STRING, offsetof(struct skills_opts, project), "PATH"},
 };
+const size_t skills_list_opts_n = EG_NELEM(skills_list_opts);
 
 /* One skill of an import: where it is, what it will be called, its SKILL.md. */
 struct skills_new {

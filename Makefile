@@ -2,7 +2,11 @@
 #   make run    build, then run egressd with the embedded default policy
 #   make test   install dependencies, build, run every test
 #   make install  build, then install egressd, policyctl, sandbox-init and
-#               opencode-sandbox into $(PREFIX)/bin (PREFIX=/usr/local)
+#               opencode-sandbox into $(PREFIX)/bin (PREFIX=/usr/local), their
+#               man pages, completions and the image's build inputs
+#               (DESTDIR for staging)
+#   make package  a Debian package, opencode-sandbox_VERSION_ARCH.deb, built
+#               in $(BUILD)-package for /usr
 # Both install the Debian packages they need first (scripts/install-deps,
 # idempotent): `make run` and `make build` only what building and running
 # egressd needs (--run); test, lint, sanitize, fuzz and bench the whole
@@ -17,7 +21,7 @@ PREFIX    ?= /usr/local
 
 CMAKE_FLAGS = -DEGRESS_WERROR=$(WERROR)
 
-.PHONY: all deps deps-run build run test install lint sanitize fuzz bench format format-check clean
+.PHONY: all deps deps-run build run test install package lint sanitize fuzz bench format format-check clean
 
 all: build
 
@@ -45,9 +49,21 @@ test: deps
 	$(configure_and_build)
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
-# The four binaries into $(PREFIX)/bin (DESTDIR for packaging).
+# The four binaries into $(PREFIX)/bin, the man pages, the completions and
+# the image's build inputs under $(PREFIX)/share (DESTDIR for staging).
 install: build
-	cmake --install $(BUILD) --prefix $(PREFIX)
+	cmake -S . -B $(BUILD) -DCMAKE_INSTALL_PREFIX=$(PREFIX) >/dev/null
+	cmake --build $(BUILD) -j $(JOBS)
+	DESTDIR=$(DESTDIR) cmake --install $(BUILD)
+
+# A Debian package for /usr (apt install ./opencode-sandbox_*.deb), built
+# apart from $(BUILD), whose install prefix is PREFIX's.
+package: deps
+	cmake -S . -B $(BUILD)-package $(CMAKE_FLAGS) -DCMAKE_BUILD_TYPE=Release \
+		-DCMAKE_INSTALL_PREFIX=/usr >/dev/null
+	cmake --build $(BUILD)-package -j $(JOBS)
+	cd $(BUILD)-package && cpack -G DEB
+	@ls $(BUILD)-package/opencode-sandbox_*.deb
 
 # shellcheck and pyflakes over every shell and Python script, and the
 # include rules of DESIGN §2 over the C tree (scripts/lint).
@@ -87,4 +103,4 @@ format-check:
 	clang-format --dry-run -Werror $$(git ls-files '*.c' '*.h')
 
 clean:
-	rm -rf $(BUILD) build-asan build-fuzz
+	rm -rf $(BUILD) $(BUILD)-package build-asan build-fuzz

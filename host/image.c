@@ -83,7 +83,7 @@ char *
 image_inputs_dir(struct buf *err)
 {
 	const char *env = getenv("OPENCODE_SANDBOX_DATADIR");
-	char exe[PATH_MAX], *dir, *slash;
+	char exe[PATH_MAX], real[PATH_MAX], *dir, *slash;
 	ssize_t n;
 
 	if (env != NULL && env[0] != '\0') {
@@ -99,8 +99,10 @@ image_inputs_dir(struct buf *err)
 		if ((slash = strrchr(exe, '/')) != NULL) {
 			*slash = '\0';
 			dir = xasprintf("%s/../share/opencode-sandbox/build", exe);
-			if (image_has_inputs(dir))
-				return dir;
+			if (image_has_inputs(dir) && realpath(dir, real) != NULL) {
+				free(dir);
+				return xstrdup(real);
+			}
 			free(dir);
 			if (strcmp(exe, HOST_BINARY_DIR) == 0 && image_has_inputs(HOST_SOURCE_DIR))
 				return xstrdup(HOST_SOURCE_DIR);

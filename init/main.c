@@ -167,6 +167,7 @@ launch_arg(struct launcher *l, const char *a)
 static void
 launch_egressd_argv(struct launcher *l)
 {
+	char control[PATH_MAX];
 	size_t i;
 
 	launch_arg(l, "egressd");
@@ -210,8 +211,26 @@ launch_egressd_argv(struct launcher *l)
 		          "intercepted, and the payload's CA variables are not set");
 		l->ca_cert[0] = l->ca_bundle[0] = '\0';
 	}
+	/* policyctl in the payload asks this socket (bound in launch_setup). */
+	if (spawn_supports(l->egressd_path, "--control")) {
+		snprintf(control, sizeof control, "%s/%s", l->run_dir, LAUNCH_CONTROL_SOCKET);
+		launch_arg(l, "--control");
+		launch_arg(l, control);
+	}
 	for (i = 0; i < l->nextra_args; i++)
 		launch_arg(l, l->extra_args[i]);
+}
+
+/* The control socket egressd was told of (--control), or NULL. */
+static const char *
+launch_control_path(const struct launcher *l)
+{
+	int i;
+
+	for (i = 0; i + 1 < l->eg.argc; i++)
+		if (strcmp(l->eg.argv[i], "--control") == 0)
+			return l->eg.argv[i + 1];
+	return NULL;
 }
 
 /* The original resolvers, for egressd, minus our own listener. */
@@ -361,6 +380,12 @@ launch_setup(struct launcher *l)
 	         (unsigned)l->eg.proxy_port);
 	if (spawn_bind_listeners(&l->eg, err, sizeof err) == -1) {
 		fprintf(stderr, "sandbox-init: cannot bind egressd's %s\n", err);
+		return -1;
+	}
+	if (launch_control_path(l) != NULL &&
+	    spawn_open_control(&l->eg, launch_control_path(l), err, sizeof err) == -1) {
+		fprintf(stderr, "sandbox-init: cannot bind egressd's %s\n", err);
+		spawn_close_listeners(&l->eg);
 		return -1;
 	}
 	/*

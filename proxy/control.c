@@ -292,7 +292,8 @@ control_request_parse(const char *line, size_t len, struct control_request *r)
 	memset(r, 0, sizeof *r);
 	if (len > CONTROL_MAX_REQUEST)
 		return control_err(r, "the request is over %d bytes", CONTROL_MAX_REQUEST);
-	if ((root = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr)) == NULL) {
+	if ((root = json_loadb(line, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr)) ==
+	    NULL) {
 		snprintf(r->error, sizeof r->error, "not JSON: %s (column %d)", jerr.text,
 		         jerr.column);
 		return r->error;

@@ -296,6 +296,10 @@ control_request_parse(const char *line, size_t len, struct control_request *r)
 	    NULL) {
 		snprintf(r->error, sizeof r->error, "not JSON: %s (column %d)", jerr.text,
 		         jerr.column);
+		/* The parser quotes the input near the error: keep the answer one line. */
+		for (i = 0; r->error[i] != '\0'; i++)
+			if ((unsigned char)r->error[i] < 0x20 || r->error[i] == 0x7f)
+				r->error[i] = '?';
 		return r->error;
 	}
 	r->root = root;

@@ -77,15 +77,23 @@ static const char *const control_cmds[] = {
 
 static const char *control_err(struct control_request *, const char *, ...) EG_PRINTF(2, 3);
 
-/* Keep the reason a request is refused; returns it. */
+/*
+ * Keep the reason a request is refused; returns it. It may quote the
+ * request (a command's name, the JSON parser's view of the input): its
+ * control characters become '?', so the answer stays one line.
+ */
 static const char *
 control_err(struct control_request *r, const char *fmt, ...)
 {
 	va_list ap;
+	size_t i;
 
 	va_start(ap, fmt);
 	vsnprintf(r->error, sizeof r->error, fmt, ap);
 	va_end(ap);
+	for (i = 0; r->error[i] != '\0'; i++)
+		if ((unsigned char)r->error[i] < 0x20 || r->error[i] == 0x7f)
+			r->error[i] = '?';
 	return r->error;
 }
 
@@ -292,16 +300,8 @@ control_request_parse(const char *line, size_t len, struct control_request *r)
 	memset(r, 0, sizeof *r);
 	if (len > CONTROL_MAX_REQUEST)
 		return control_err(r, "the request is over %d bytes", CONTROL_MAX_REQUEST);
-	if ((root = json_loadb(line, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr)) ==
-	    NULL) {
-		snprintf(r->error, sizeof r->error, "not JSON: %s (column %d)", jerr.text,
-		         jerr.column);
-		/* The parser quotes the input near the error: keep the answer one line. */
-		for (i = 0; r->error[i] != '\0'; i++)
-			if ((unsigned char)r->error[i] < 0x20 || r->error[i] == 0x7f)
-				r->error[i] = '?';
-		return r->error;
-	}
+	if ((root = json_loadb(line, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr)) == NULL)
+		return control_err(r, "not JSON: %s (column %d)", jerr.text, jerr.column);
 	r->root = root;
 	if (!json_is_object(root))
 		return control_err(r, "the request is a JSON object, not %s",

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # egressd's control socket in the image, used the way a user inside the
-# sandbox uses it: a POST is blocked with a 403, and the exact command the
-# 403 names, run as the payload user, answers `blocked` with the proxy's
-# rule, from the running egressd (not the embedded default); `policyctl
+# sandbox uses it: a POST, and a GET to a host the baked policy blocks, are
+# blocked with a 403, and the exact command each 403 names, run as the
+# payload user, answers `blocked` with the proxy's rule, from the running
+# egressd (not the embedded default, which allows that GET); `policyctl
 # status` works for the payload; `policyctl reload` is refused to it; root
 # in the container reloads (the payload sees the new generation). The
 # socket is sandbox-init's in the root-owned run directory: the payload can
@@ -17,8 +18,7 @@ mkdir -p "$T/ws" "$T/state"
 chmod 1777 "$T/ws"
 cat >"$T/ws/payload.sh" <<'EOT'
 # Runs as the payload; prints "LABEL VALUE" lines, waits for the host's reload.
-curl -s -D /tmp/h -o /tmp/b --max-time 20 -X POST -d x https://readonly.test/hello
-echo "post-code $(sed -n '1s/^HTTP\/[0-9.]* \([0-9]*\).*/\1/p' /tmp/h)"
+echo "post-code $(curl -s -D /tmp/h -o /tmp/b -w '%{http_code}' --max-time 20 -X POST -d x https://readonly.test/hello)"
 echo "post-rule $(tr -d '\r' </tmp/h | sed -n 's/^X-Egress-Rule: //p')"
 cmd=$(sed -n 's/^To see why: //p' /tmp/b)
 echo "hint $cmd"
@@ -29,6 +29,14 @@ echo "explain-first $(head -n 1 /tmp/explain)"
 echo "explain-rule $(sed -n 's/^matched rule: \([^ ]*\) .*/\1/p' /tmp/explain)"
 echo "explain-policy $(sed -n 's/^policy: //p' /tmp/explain)"
 echo "explain-live $(policyctl explain --json readonly.test | python3 -c 'import json,sys; o=json.load(sys.stdin); print(o["policy_source"], o["resolved"]["status"])')"
+# A GET the baked policy blocks and the embedded default would allow.
+echo "blk-code $(curl -s -D /tmp/h2 -o /tmp/b2 -w '%{http_code}' --max-time 20 http://blocked.test/)"
+echo "blk-rule $(tr -d '\r' </tmp/h2 | sed -n 's/^X-Egress-Rule: //p')"
+cmd=$(sed -n 's/^To see why: //p' /tmp/b2)
+echo "blk-hint $cmd"
+eval "$cmd" >/tmp/explain2 2>&1
+echo "blk-first $(head -n 1 /tmp/explain2)"
+echo "blk-explain-rule $(sed -n 's/^matched rule: \([^ ]*\) .*/\1/p' /tmp/explain2)"
 policyctl status >/tmp/status 2>&1
 echo "status-rc $?"
 echo "status-first $(head -n 1 /tmp/status)"
@@ -82,6 +90,11 @@ expect_contains "$(rest explain-policy)" "the running egressd" "from the running
 expect_contains "$(rest explain-policy)" "/etc/opencode-sandbox/policy.yaml" \
 	"whose files it names"
 expect_eq "$(rest explain-live)" "egressd ok" "live explain resolves the name through egressd"
+expect_eq "$(row blk-code)" 403 "a GET to the baked blocklist is blocked"
+expect_eq "$(rest blk-hint)" "policyctl explain blocked.test" "its 403 names the plain command"
+expect_eq "$(rest blk-first)" "blocked: blocked.test" \
+	"which answers blocked, as the proxy did (the embedded default would allow it)"
+expect_eq "$(row blk-explain-rule)" "$(row blk-rule)" "with the proxy's rule"
 expect_eq "$(row status-rc)" 0 "policyctl status works for the payload"
 expect_contains "$(rest status-first)" "mode practical" "status shows the mode"
 expect_eq "$(row reload-rc)" 1 "policyctl reload is refused to the payload"

@@ -609,9 +609,15 @@ launch_run(struct launcher *l)
 static void
 launch_free(struct launcher *l)
 {
+	const char *control;
+	struct stat st;
 	int i;
 	size_t j;
 
+	/* egressd is gone: its control socket would only mislead policyctl. */
+	if ((control = launch_control_path(l)) != NULL && lstat(control, &st) == 0 &&
+	    S_ISSOCK(st.st_mode))
+		(void)unlink(control);
 	for (i = 0; i < l->eg.argc; i++)
 		free(l->eg.argv[i]);
 	for (j = 0; j < l->nupstream; j++)

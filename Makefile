@@ -1,6 +1,8 @@
 # Wraps the CMake build for the README's commands:
 #   make run    build, then run egressd with the embedded default policy
 #   make test   install dependencies, build, run every test
+#   make install  build, then install egressd, policyctl, sandbox-init and
+#               opencode-sandbox into $(PREFIX)/bin (PREFIX=/usr/local)
 # Both install the Debian packages they need first (scripts/install-deps,
 # idempotent): `make run` and `make build` only what building and running
 # egressd needs (--run); test, lint, sanitize, fuzz and bench the whole
@@ -11,10 +13,11 @@ JOBS      ?= $(shell nproc 2>/dev/null || echo 2)
 # -Werror in CI (CI=true), plain warnings for people building at home.
 WERROR    ?= $(if $(CI),ON,OFF)
 FUZZ_TIME ?= 60
+PREFIX    ?= /usr/local
 
 CMAKE_FLAGS = -DEGRESS_WERROR=$(WERROR)
 
-.PHONY: all deps deps-run build run test lint sanitize fuzz bench format format-check clean
+.PHONY: all deps deps-run build run test install lint sanitize fuzz bench format format-check clean
 
 all: build
 
@@ -41,6 +44,10 @@ run: build
 test: deps
 	$(configure_and_build)
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+# The four binaries into $(PREFIX)/bin (DESTDIR for packaging).
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX)
 
 # shellcheck and pyflakes over every shell and Python script, and the
 # include rules of DESIGN §2 over the C tree (scripts/lint).

@@ -34,11 +34,15 @@
  */
 #define NFT_LOG_GROUP 7
 #define NFT_LOG_RATE  "limit rate 20/second burst 50 packets"
+#define NFT_MAX_SERVE 8
 struct nft_rules {
 	enum policy_mode mode;
 	uid_t egress_uid;          /* the one uid that may leave (strict) */
 	uint16_t transparent_port; /* TCP redirect target on loopback */
 	uint16_t dns_port;         /* UDP and TCP 53 redirect target */
+	/* ports the payload serves the host on: their replies may leave */
+	uint16_t serve_ports[NFT_MAX_SERVE];
+	size_t nserve;
 };
 void nft_rules_build(const struct nft_rules *, struct buf *);
 int nft_rules_apply(const struct nft_rules *, char *, size_t);
@@ -58,6 +62,7 @@ const char *priv_user_lookup(const char *, struct priv_user *);
 int priv_drop(const struct priv_user *, char *, size_t);
 int priv_check_dropped(const struct priv_user *, char *, size_t);
 int priv_keep_only_kill(char *, size_t);
+int priv_keep_only(uint64_t, char *, size_t);
 int priv_has_cap(int);
 
 /* env.c */
@@ -129,7 +134,18 @@ struct launcher {
 	char *flag_configs[LAUNCH_MAX_CONFIG];
 	size_t nflag_configs;
 	const char *global_config;
-	const char *project_config;
+	const char *project_config;               /* the default, until --project-config */
+	char *project_configs[LAUNCH_MAX_CONFIG]; /* each --project-config, in order */
+	size_t nproject_configs;
+	const char *home;        /* --home: the payload's HOME */
+	const char *upstream_ca; /* --upstream-ca: a CA upstreams may also be signed by */
+	int audit_owner_set;     /* --audit-owner: the audit log is given to it at the end */
+	uid_t audit_uid;
+	gid_t audit_gid;
+	uint16_t serve_ports[NFT_MAX_SERVE];
+	size_t nserve;
+	char upstream_trust[PATH_MAX]; /* the system store and --upstream-ca, for egressd */
+	char extra_ca[PATH_MAX];       /* the run CA and --upstream-ca, NODE_EXTRA_CA_CERTS */
 	const char *mode_flag;
 	const char *user_spec;
 	const char *egress_spec;
@@ -148,7 +164,7 @@ struct launcher {
 	enum policy_mode mode;
 	int fail_closed;
 	char *audit_path;
-	struct config_file files[LAUNCH_MAX_CONFIG + 2]; /* in egressd's order */
+	struct config_file files[2 * LAUNCH_MAX_CONFIG + 2]; /* in egressd's order */
 	size_t nfiles;
 	struct priv_user user;
 	struct priv_user egress;

@@ -109,6 +109,88 @@ launch_audit_default(struct launcher *l)
 	return 0;
 }
 
+/* Append a file's bytes to an open file; -1 with errno on failure. */
+static int
+launch_append(FILE *out, const char *path)
+{
+	char buf[8192];
+	size_t n;
+	FILE *in;
+
+	if ((in = fopen(path, "re")) == NULL)
+		return -1;
+	while ((n = fread(buf, 1, sizeof buf, in)) > 0)
+		if (fwrite(buf, 1, n, out) != n)
+			break;
+	fclose(in);
+	fputc('\n', out);
+	return ferror(out) ? -1 : 0;
+}
+
+/*
+ * With --upstream-ca, a private CA (a company's or a self-hosted
+ * endpoint's) upstreams may be signed by: egressd verifies upstreams
+ * against the system store and it, and the payload's bundle is made from
+ * the same file, so that hosts egressd tunnels without interception
+ * (allowlisted, passthrough) verify in the payload too.
+ */
+static int
+launch_upstream_trust(struct launcher *l)
+{
+	char line[256];
+	int found = 0;
+	FILE *f;
+
+	if (l->upstream_ca == NULL)
+		return 0;
+	if ((f = fopen(l->upstream_ca, "re")) == NULL) {
+		fprintf(stderr, "sandbox-init: --upstream-ca %s: %s\n", l->upstream_ca,
+		        strerror(errno));
+		return -1;
+	}
+	while (!found && fgets(line, sizeof line, f) != NULL)
+		found = strncmp(line, "-----BEGIN CERTIFICATE-----", 27) == 0;
+	fclose(f);
+	if (!found) {
+		fprintf(stderr, "sandbox-init: --upstream-ca %s: no PEM certificate in it\n",
+		        l->upstream_ca);
+		return -1;
+	}
+	snprintf(l->upstream_trust, sizeof l->upstream_trust, "%s/upstream-trust.pem", l->run_dir);
+	if ((f = fopen(l->upstream_trust, "we")) == NULL ||
+	    (access(LAUNCH_SYSTEM_CA, R_OK) == 0 && launch_append(f, LAUNCH_SYSTEM_CA) == -1) ||
+	    launch_append(f, l->upstream_ca) == -1) {
+		fprintf(stderr, "sandbox-init: %s: %s\n", l->upstream_trust, strerror(errno));
+		if (f != NULL)
+			fclose(f);
+		return -1;
+	}
+	fclose(f);
+	chmod(l->upstream_trust, 0644);
+	return 0;
+}
+
+/* NODE_EXTRA_CA_CERTS adds to Node's own store: the run CA and the private one. */
+static void
+launch_extra_ca(struct launcher *l)
+{
+	FILE *f;
+
+	if (l->upstream_ca == NULL || l->ca_cert[0] == '\0')
+		return;
+	snprintf(l->extra_ca, sizeof l->extra_ca, "%s/extra-ca.pem", l->run_dir);
+	if ((f = fopen(l->extra_ca, "we")) == NULL || launch_append(f, l->ca_cert) == -1 ||
+	    launch_append(f, l->upstream_ca) == -1) {
+		log_warnx("%s: %s: NODE_EXTRA_CA_CERTS names the run CA alone", l->extra_ca,
+		          strerror(errno));
+		l->extra_ca[0] = '\0';
+	}
+	if (f != NULL)
+		fclose(f);
+	if (l->extra_ca[0] != '\0')
+		chmod(l->extra_ca, 0644);
+}
+
 /*
  * The run directory (root's), the CA directory in it (egressd writes the
  * certificate and bundle there; the payload reads them), the mode overlay
@@ -143,6 +225,8 @@ launch_files(struct launcher *l)
 	        config_mode_name(l->mode));
 	fclose(f);
 	chmod(l->mode_file, 0644);
+	if (launch_upstream_trust(l) == -1)
+		return -1;
 	if (launch_audit_default(l) == -1)
 		return -1;
 	fd = open(l->audit_path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -196,7 +280,11 @@ launch_egressd_argv(struct launcher *l)
 		launch_arg(l, "--upstream-dns");
 		launch_arg(l, l->upstream[i]);
 	}
-	if (access(LAUNCH_SYSTEM_CA, R_OK) == 0) {
+	if (l->upstream_trust[0] != '\0') {
+		/* The system store and the private CA: egressd's upstream trust and the bundle's base. */
+		launch_arg(l, "--system-ca");
+		launch_arg(l, l->upstream_trust);
+	} else if (access(LAUNCH_SYSTEM_CA, R_OK) == 0) {
 		/* The image's trust store is a link to the run bundle: the system store is here. */
 		launch_arg(l, "--system-ca");
 		launch_arg(l, LAUNCH_SYSTEM_CA);
@@ -289,6 +377,8 @@ launch_rules(struct launcher *l)
 	r.egress_uid = l->egress.uid;
 	r.transparent_port = l->eg.transparent_port;
 	r.dns_port = l->eg.dns_port;
+	memcpy(r.serve_ports, l->serve_ports, sizeof r.serve_ports);
+	r.nserve = l->nserve;
 	if (launch_check_cap(l) == -1)
 		return -1;
 	if (nft_rules_apply(&r, err, sizeof err) == -1) {
@@ -421,6 +511,7 @@ launch_setup(struct launcher *l)
 		          l->ca_bundle);
 		l->ca_cert[0] = l->ca_bundle[0] = '\0';
 	}
+	launch_extra_ca(l);
 	if (launch_trust_store(l) == -1)
 		return -1;
 	if (l->resolv_conf != NULL && env_write_resolv(l->resolv_conf, err, sizeof err) == -1) {
@@ -573,6 +664,22 @@ launch_supervise(struct launcher *l)
 	return WEXITSTATUS(l->payload_status);
 }
 
+/*
+ * egressd is done with the audit log: give it to --audit-owner (the ids
+ * the host user's files have in here), so that the user can read it on
+ * the host. By name, never through a link.
+ */
+static void
+launch_audit_owner(struct launcher *l)
+{
+	if (!l->audit_owner_set || l->audit_path == NULL)
+		return;
+	if (fchownat(AT_FDCWD, l->audit_path, l->audit_uid, l->audit_gid, AT_SYMLINK_NOFOLLOW) ==
+	    -1)
+		log_warnx("audit log %s: cannot hand it to %u:%u: %s", l->audit_path,
+		          (unsigned)l->audit_uid, (unsigned)l->audit_gid, strerror(errno));
+}
+
 static int
 launch_run(struct launcher *l)
 {
@@ -583,7 +690,9 @@ launch_run(struct launcher *l)
 
 	memset(&eo, 0, sizeof eo);
 	eo.proxy_url = l->proxy_url;
-	eo.ca_cert = l->ca_cert[0] != '\0' ? l->ca_cert : NULL;
+	eo.ca_cert = l->extra_ca[0] != '\0'  ? l->extra_ca
+	             : l->ca_cert[0] != '\0' ? l->ca_cert
+	                                     : NULL;
 	eo.ca_bundle = l->ca_bundle[0] != '\0' ? l->ca_bundle : NULL;
 	eo.user = &l->user;
 	eo.mode = l->mode;
@@ -600,9 +709,13 @@ launch_run(struct launcher *l)
 	/* The child may not have run setpgid yet: do it from here as well. */
 	setpgid(l->payload, l->payload);
 	env_free(env);
-	if (priv_keep_only_kill(err, sizeof err) == -1)
+	/* CAP_CHOWN too with --audit-owner: the audit log is handed over at the end. */
+	if (priv_keep_only(((uint64_t)1 << CAP_KILL) |
+	                       (l->audit_owner_set ? (uint64_t)1 << CAP_CHOWN : 0),
+	                   err, sizeof err) == -1)
 		log_warnx("keeping only CAP_KILL: %s", err);
 	rc = launch_supervise(l);
+	launch_audit_owner(l);
 	return rc;
 }
 
@@ -659,6 +772,8 @@ main(int argc, char **argv)
 		launch_free(&l);
 		return EXIT_SETUP;
 	}
+	if (l.home != NULL)
+		str_copy(l.user.home, sizeof l.user.home, l.home);
 	/* Signals wait in the mask until the loop takes them. */
 	launch_sigset(&set);
 	sigprocmask(SIG_BLOCK, &set, NULL);

@@ -26,6 +26,22 @@
 #include "init.h"
 
 /*
+ * A port the payload serves the host on (opencode serve, published by the
+ * runtime): the replies of connections the host opened may leave. Only
+ * established ones: a connection the payload opens from that port is new,
+ * and stays dropped (or, in strict mode, redirected to egressd).
+ */
+static void
+nft_rules_serve(const struct nft_rules *r, struct buf *b)
+{
+	size_t i;
+
+	for (i = 0; i < r->nserve; i++)
+		buf_printf(b, "\t\ttcp sport %u ct state established accept\n",
+		           (unsigned)r->serve_ports[i]);
+}
+
+/*
  * The rules are written in the form `nft list` prints them back
  * (numeric priorities), so the read-back is a line-by-line comparison.
  */
@@ -61,22 +77,26 @@ nft_rules_strict(const struct nft_rules *r, struct buf *b)
 	           "\t\tip daddr 127.0.0.0/8 accept\n"
 	           "\t\tip6 daddr ::1 accept\n"
 	           "\t\ticmpv6 type { nd-router-solicit, nd-neighbor-solicit, "
-	           "nd-neighbor-advert } accept\n"
+	           "nd-neighbor-advert } accept\n",
+	           uid);
+	nft_rules_serve(r, b);
+	buf_printf(b,
 	           "\t\tmeta skuid >= 0 " NFT_LOG_RATE " log prefix \"strict-drop\" group %u\n"
 	           "\t\tcounter packets 0 bytes 0 drop comment \"strict: not through egressd\"\n"
 	           "\t}\n",
-	           uid, NFT_LOG_GROUP);
+	           NFT_LOG_GROUP);
 }
 
 static void
-nft_rules_off(struct buf *b)
+nft_rules_off(const struct nft_rules *r, struct buf *b)
 {
+	buf_adds(b, "\tchain filter_output {\n"
+	            "\t\ttype filter hook output priority 0; policy drop;\n"
+	            "\t\toif \"lo\" accept\n"
+	            "\t\tip daddr 127.0.0.0/8 accept\n"
+	            "\t\tip6 daddr ::1 accept\n");
+	nft_rules_serve(r, b);
 	buf_printf(b,
-	           "\tchain filter_output {\n"
-	           "\t\ttype filter hook output priority 0; policy drop;\n"
-	           "\t\toif \"lo\" accept\n"
-	           "\t\tip daddr 127.0.0.0/8 accept\n"
-	           "\t\tip6 daddr ::1 accept\n"
 	           "\t\tmeta skuid >= 0 " NFT_LOG_RATE " log prefix \"off-drop\" group %u\n"
 	           "\t\tcounter packets 0 bytes 0 drop comment \"off: no network\"\n"
 	           "\t}\n",
@@ -93,7 +113,7 @@ nft_rules_build(const struct nft_rules *r, struct buf *b)
 	if (r->mode == MODE_STRICT)
 		nft_rules_strict(r, b);
 	else
-		nft_rules_off(b);
+		nft_rules_off(r, b);
 	buf_adds(b, "}\n");
 }
 

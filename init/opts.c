@@ -24,8 +24,10 @@ opts_usage(FILE *f)
 	    "                    [--ready-timeout S] [--run-dir DIR] [--log-dir DIR]\n"
 	    "                    [--trust-store FILE|none]\n"
 	    "                    [--resolv-conf FILE|none] [--global-config FILE|none]\n"
-	    "                    [--project-config FILE|none] [--proxy-port N]\n"
-	    "                    [--transparent-port N] [--dns-port N] [-v] -- CMD [ARG]...\n"
+	    "                    [--project-config FILE|none]... [--proxy-port N]\n"
+	    "                    [--transparent-port N] [--dns-port N] [--home DIR]\n"
+	    "                    [--upstream-ca FILE] [--audit-owner UID:GID]\n"
+	    "                    [--serve-port N]... [-v] -- CMD [ARG]...\n"
 	    "       sandbox-init [options] --selftest [--json] [--probe-addr A] [--probe-addr6 A]\n"
 	    "                    [--probe-host NAME] [--probe-doh URL] [--probe-https URL]\n");
 }
@@ -41,6 +43,26 @@ opts_port(const char *s, uint16_t *out)
 	if (errno != 0 || end == s || *end != '\0' || v < 1 || v > 65535)
 		return -1;
 	*out = (uint16_t)v;
+	return 0;
+}
+
+/* "UID:GID", both decimal. */
+static int
+opts_ids(const char *s, uid_t *uid, gid_t *gid)
+{
+	unsigned long u, g;
+	char *end;
+
+	errno = 0;
+	u = strtoul(s, &end, 10);
+	if (s[0] < '0' || s[0] > '9' || *end != ':' || errno != 0 || u >= UINT_MAX)
+		return -1;
+	s = end + 1;
+	g = strtoul(s, &end, 10);
+	if (s[0] < '0' || s[0] > '9' || *end != '\0' || errno != 0 || g >= UINT_MAX)
+		return -1;
+	*uid = (uid_t)u;
+	*gid = (gid_t)g;
 	return 0;
 }
 
@@ -77,6 +99,10 @@ opts_parse(struct launcher *l, int argc, char **argv)
 	    {"probe-host", required_argument, NULL, 6},
 	    {"probe-doh", required_argument, NULL, 7},
 	    {"probe-https", required_argument, NULL, 8},
+	    {"home", required_argument, NULL, 10},
+	    {"upstream-ca", required_argument, NULL, 11},
+	    {"audit-owner", required_argument, NULL, 12},
+	    {"serve-port", required_argument, NULL, 13},
 	    {"verbose", no_argument, NULL, 'v'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
@@ -149,7 +175,46 @@ opts_parse(struct launcher *l, int argc, char **argv)
 			l->global_config = opts_none(optarg);
 			break;
 		case 'P':
-			l->project_config = opts_none(optarg);
+			/* The first one replaces the default; "none" clears the list. */
+			l->project_config = NULL;
+			if (opts_none(optarg) == NULL) {
+				l->nproject_configs = 0;
+				break;
+			}
+			if (l->nproject_configs == LAUNCH_MAX_CONFIG) {
+				fprintf(stderr, "sandbox-init: too many --project-config files\n");
+				return -1;
+			}
+			l->project_configs[l->nproject_configs++] = optarg;
+			break;
+		case 10:
+			if (optarg[0] != '/') {
+				fprintf(stderr, "sandbox-init: --home %s: not an absolute path\n",
+				        optarg);
+				return -1;
+			}
+			l->home = optarg;
+			break;
+		case 11:
+			l->upstream_ca = optarg;
+			break;
+		case 12:
+			if (opts_ids(optarg, &l->audit_uid, &l->audit_gid) == -1) {
+				fprintf(stderr,
+				        "sandbox-init: --audit-owner %s: expected UID:GID\n",
+				        optarg);
+				return -1;
+			}
+			l->audit_owner_set = 1;
+			break;
+		case 13:
+			if (opts_port(optarg, &port) == -1 || l->nserve == NFT_MAX_SERVE) {
+				fprintf(stderr,
+				        "sandbox-init: --serve-port %s: a port, at most %d\n",
+				        optarg, NFT_MAX_SERVE);
+				return -1;
+			}
+			l->serve_ports[l->nserve++] = port;
 			break;
 		case 1:
 		case 2:
@@ -259,6 +324,11 @@ opts_config(struct launcher *l)
 		l->files[l->nfiles].path = l->project_config;
 		l->files[l->nfiles++].flags = CONFIG_FILE_UNTRUSTED;
 	}
+	for (i = 0; i < l->nproject_configs; i++)
+		if (access(l->project_configs[i], F_OK) == 0) {
+			l->files[l->nfiles].path = l->project_configs[i];
+			l->files[l->nfiles++].flags = CONFIG_FILE_UNTRUSTED;
+		}
 	buf_init(&errs);
 	if ((cfg = config_load_files(l->files, l->nfiles, &errs)) == NULL) {
 		fputs(buf_cstr(&errs), stderr);

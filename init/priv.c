@@ -38,6 +38,27 @@ priv_user_lookup(const char *spec, struct priv_user *u)
 		return "empty user";
 	errno = 0;
 	v = strtoul(spec, &end, 10);
+	/* "UID:GID": both numbers, for a payload that must own the host user's files. */
+	if (*end == ':' && spec[0] >= '0' && spec[0] <= '9') {
+		unsigned long g;
+		char *gend;
+
+		if (errno != 0 || v >= (unsigned long)UINT_MAX)
+			return "uid out of range";
+		errno = 0;
+		g = strtoul(end + 1, &gend, 10);
+		if (end[1] < '0' || end[1] > '9' || *gend != '\0' || errno != 0 ||
+		    g >= (unsigned long)UINT_MAX)
+			return "expected UID:GID";
+		u->uid = (uid_t)v;
+		u->gid = (gid_t)g;
+		snprintf(u->home, sizeof u->home, "/");
+		if ((pw = getpwuid(u->uid)) != NULL) {
+			snprintf(u->name, sizeof u->name, "%s", pw->pw_name);
+			snprintf(u->home, sizeof u->home, "%s", pw->pw_dir);
+		}
+		return NULL;
+	}
 	if (*end == '\0' && spec[0] >= '0' && spec[0] <= '9') {
 		if (errno != 0 || v >= (unsigned long)UINT_MAX)
 			return "uid out of range";
@@ -224,7 +245,13 @@ priv_check_dropped(const struct priv_user *u, char *err, size_t errlen)
 int
 priv_keep_only_kill(char *err, size_t errlen)
 {
-	uint64_t kill = (uint64_t)1 << CAP_KILL;
+	return priv_keep_only((uint64_t)1 << CAP_KILL, err, errlen);
+}
+
+/* Keep only the capabilities in keep (effective and permitted; bounding too). */
+int
+priv_keep_only(uint64_t kill, char *err, size_t errlen)
+{
 	uint64_t eff, perm, inh;
 
 	if (priv_capget(&eff, &perm, &inh) == -1) {

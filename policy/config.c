@@ -55,6 +55,7 @@ config_layer_free(struct config *layer)
 	config_list_clear(&layer->blocklist_files);
 	config_list_clear(&layer->allow_methods);
 	free(layer->audit_path);
+	schema_wrapper_free(layer);
 }
 
 /* "FILE:LINE:COL: KEY [entry "E"] is ignored: ..." for warnings and audit reasons. */
@@ -212,10 +213,11 @@ config_finish(struct cfg_ctx *ctx, struct config *cfg)
 	return NULL;
 }
 
-/* Load files merged in order, each trusted or not (CONFIG_FILE_UNTRUSTED). */
+/* Load files merged in order, each trusted or not, from memory where given. */
 struct config *
-config_load_files(const struct config_file *files, size_t nfiles, struct buf *errs)
+config_load_texts(const struct config_text *texts, size_t nfiles, struct buf *errs)
 {
+	struct config_file *files;
 	struct cfg_ctx ctx;
 	struct cfg_loc loc;
 	struct config *cfg;
@@ -225,7 +227,11 @@ config_load_files(const struct config_file *files, size_t nfiles, struct buf *er
 
 	memset(&ctx, 0, sizeof ctx);
 	ctx.out = errs;
+	files = xreallocarray(NULL, nfiles + 1, sizeof *files);
+	for (i = 0; i < nfiles; i++)
+		files[i] = texts[i].file;
 	cfg = config_new(files, nfiles);
+	free(files);
 	if (nfiles == 0) {
 		config_add_text(&ctx, cfg, NULL, config_default_yaml, strlen(config_default_yaml),
 		                0);
@@ -234,6 +240,12 @@ config_load_files(const struct config_file *files, size_t nfiles, struct buf *er
 	}
 	config_add_builtin(&ctx, cfg);
 	for (i = 0; i < nfiles; i++) {
+		if (texts[i].data != NULL) {
+			config_add_text(&ctx, cfg, cfg->files[i], texts[i].data, texts[i].len,
+			                cfg->untrusted[i]);
+			cfg_flush(&ctx, cfg->files[i]);
+			continue;
+		}
 		data = config_read_file(cfg->files[i], cfg->untrusted[i], &len, &err);
 		if (data == NULL) {
 			loc.file = cfg->files[i];
@@ -251,6 +263,22 @@ config_load_files(const struct config_file *files, size_t nfiles, struct buf *er
 		cfg_flush(&ctx, cfg->files[i]);
 	}
 	return config_finish(&ctx, cfg);
+}
+
+/* Load files merged in order, each trusted or not (CONFIG_FILE_UNTRUSTED). */
+struct config *
+config_load_files(const struct config_file *files, size_t nfiles, struct buf *errs)
+{
+	struct config_text *t;
+	struct config *cfg;
+	size_t i;
+
+	t = xcalloc(nfiles + 1, sizeof *t);
+	for (i = 0; i < nfiles; i++)
+		t[i].file = files[i];
+	cfg = config_load_texts(t, nfiles, errs);
+	free(t);
+	return cfg;
 }
 
 /* Load trusted files merged in order. */
@@ -307,6 +335,7 @@ config_free(struct config *cfg)
 	for (i = 0; i < cfg->nignored; i++)
 		free(cfg->ignored[i].entry);
 	free(cfg->ignored);
+	free(cfg->wrapper_ignored);
 	free(cfg);
 }
 

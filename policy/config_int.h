@@ -58,7 +58,64 @@ void cfg_node_free(struct cfg_node *);
 void config_merge_layer(struct config *, struct config *);
 void config_merge_untrusted(struct config *, struct config *);
 
-/* schema.c */
+/* schema.c: the key tables (egressd's keys in schema.c, the wrapper's in schema_wrapper.c) */
+enum schema_type {
+	SCHEMA_SECTION, /* a mapping of further keys */
+	SCHEMA_BOOL,
+	SCHEMA_INT,
+	SCHEMA_ENUM,
+	SCHEMA_STRING,
+	SCHEMA_LIST, /* a sequence of strings */
+};
+/* What a wrapper key set in an untrusted (project) file does. */
+enum schema_untrusted {
+	SCHEMA_UNTRUSTED_IGNORE, /* nothing: it is recorded as ignored */
+	SCHEMA_UNTRUSTED_TRUE,   /* taken when true (it tightens), else ignored */
+	SCHEMA_UNTRUSTED_FALSE,  /* taken when false, else ignored */
+	SCHEMA_UNTRUSTED_NOTE,   /* a key with no effect anywhere: merged as a note only */
+};
+struct schema_state {
+	struct cfg_ctx *ctx;
+	struct config *cfg;
+	const char *dir; /* the config file's directory */
+};
+struct schema_key;
+typedef void (*schema_store_fn)(struct schema_state *, const struct schema_key *,
+                                const struct cfg_node *, long long);
+struct schema_key {
+	const char *section; /* NULL: top level; "opencode.permission" for a nested one */
+	const char *key;
+	const char *full; /* section.key, for messages and nested sections */
+	enum schema_type type;
+	schema_store_fn store;
+	size_t off;     /* the value in struct config */
+	size_t loc_off; /* its cfg_loc: set twice under two names? */
+	long long min;  /* SCHEMA_INT */
+	long long max;
+	const char *const *names; /* SCHEMA_ENUM, NULL-terminated */
+	int flags;                /* SCHEMA_LIST of hosts: DOMAIN_F_* */
+	int wrapper;              /* stored in config->wrapper, merged by schema_wrapper_merge */
+	enum schema_untrusted untrusted;
+	const char *note; /* SCHEMA_UNTRUSTED_NOTE: why the key does nothing */
+	const char *why;  /* SCHEMA_UNTRUSTED_*: what taking it from a project file would do */
+};
+extern const struct schema_key schema_wrapper_keys[];
+extern const size_t schema_wrapper_nkeys;
 void schema_apply(struct cfg_ctx *, const struct cfg_node *, struct config *, const char *);
+const char *schema_text(struct buf *, const struct cfg_node *);
+int schema_string(struct schema_state *, const char *, int, const struct cfg_node *);
+void schema_store_none(struct schema_state *, const struct schema_key *, const struct cfg_node *,
+                       long long);
+void schema_store_int(struct schema_state *, const struct schema_key *, const struct cfg_node *,
+                      long long);
+void schema_store_string(struct schema_state *, const struct schema_key *, const struct cfg_node *,
+                         long long);
+struct cfg_list *schema_list(struct schema_state *, const struct schema_key *);
+void schema_list_add(struct cfg_list *, char *, const struct cfg_node *);
+char *schema_path(const struct schema_state *, const char *);
+
+/* schema_wrapper.c */
+void schema_wrapper_merge(struct config *, struct config *, int);
+void schema_wrapper_free(struct config *);
 
 #endif

@@ -64,6 +64,7 @@ config_merge_layer(struct config *cfg, struct config *layer)
 	config_merge_list(&cfg->passthrough, &layer->passthrough, append);
 	config_merge_list(&cfg->blocklist_files, &layer->blocklist_files, append);
 	config_merge_list(&cfg->allow_methods, &layer->allow_methods, 0);
+	schema_wrapper_merge(cfg, layer, 0);
 }
 
 /* Record what an untrusted file set and was not taken, with its place. */
@@ -220,6 +221,7 @@ config_merge_untrusted(struct config *cfg, struct config *layer)
 	                            "would make egressd read a file the payload chose");
 	config_merge_list(&cfg->blocklist, &layer->blocklist, 1);
 	config_merge_untrusted_methods(cfg, layer);
+	schema_wrapper_merge(cfg, layer, 1);
 	/* Reported in the file's order. */
 	if (cfg->nignored > first)
 		qsort(cfg->ignored + first, cfg->nignored - first, sizeof *cfg->ignored,

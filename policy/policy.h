@@ -140,6 +140,93 @@ struct cfg_list {
 	int set;
 	struct cfg_loc loc;
 };
+/*
+ * The wrapper's sections of the same file (seed 003 §8, and the keys of
+ * seed 000's .opencode/sandbox.json): checked here, key by key, and merged
+ * like the rest; egressd ignores them and opencode-sandbox acts on them. A
+ * value whose loc has line 0 was not set by any file. Paths are as written,
+ * except that a relative path is made absolute from the directory of the
+ * file naming it ("~/..." is kept for the host to expand).
+ */
+enum config_permission {
+	CONFIG_PERMISSION_ASK,
+	CONFIG_PERMISSION_ALLOW,
+	CONFIG_PERMISSION_DENY,
+};
+struct config_wrapper {
+	char *state_config_dir;
+	struct cfg_loc state_config_dir_loc;
+	char *state_data_dir;
+	struct cfg_loc state_data_dir_loc;
+	char *state_state_dir;
+	struct cfg_loc state_state_dir_loc;
+	char *image_name; /* also docker.image */
+	struct cfg_loc image_name_loc;
+	int image_auto_build;
+	struct cfg_loc image_auto_build_loc;
+	char *image_strict_init_image;
+	struct cfg_loc image_strict_init_image_loc;
+	char *image_base;
+	struct cfg_loc image_base_loc;
+	int image_install_tools;
+	struct cfg_loc image_install_tools_loc;
+	char *project_target;
+	struct cfg_loc project_target_loc;
+	int project_readonly;
+	struct cfg_loc project_readonly_loc;
+	struct cfg_list project_extra_mounts; /* "SOURCE:TARGET[:ro|:rw]" */
+	int opencode_mount_host_config;
+	struct cfg_loc opencode_mount_host_config_loc;
+	int opencode_mount_host_data;
+	struct cfg_loc opencode_mount_host_data_loc;
+	int opencode_generated_config;
+	struct cfg_loc opencode_generated_config_loc;
+	int opencode_autoupdate;
+	struct cfg_loc opencode_autoupdate_loc;
+	struct cfg_list opencode_enabled_providers;
+	struct cfg_list opencode_disabled_providers;
+	enum config_permission opencode_permission_edit;
+	struct cfg_loc opencode_permission_edit_loc;
+	enum config_permission opencode_permission_bash;
+	struct cfg_loc opencode_permission_bash_loc;
+	char *skills_imported_dir;
+	struct cfg_loc skills_imported_dir_loc;
+	char *skills_project_imported_dir;
+	struct cfg_loc skills_project_imported_dir_loc;
+	struct cfg_list skills_include;
+	struct cfg_list skills_exclude;
+	int skills_expose_project_skills;
+	struct cfg_loc skills_expose_project_skills_loc;
+	int skills_expose_global_skills;
+	struct cfg_loc skills_expose_global_skills_loc;
+	char *resources_cpus; /* "4", "1.5" */
+	struct cfg_loc resources_cpus_loc;
+	char *resources_memory; /* "4g", "512m", "1073741824" */
+	struct cfg_loc resources_memory_loc;
+	char *container_name_prefix;
+	struct cfg_loc container_name_prefix_loc;
+	int container_remove;
+	struct cfg_loc container_remove_loc;
+	int container_debug; /* also seed 000's verbose */
+	struct cfg_loc container_debug_loc;
+	char *container_upstream_ca;
+	struct cfg_loc container_upstream_ca_loc;
+	/* seed 000's keys the appliance has no use for: kept to say so */
+	int observe;
+	struct cfg_loc observe_loc;
+	int fs_inherit_permissions;
+	struct cfg_loc fs_inherit_permissions_loc;
+	struct cfg_list fs_allow_write;
+	struct cfg_list fs_deny_read;
+	int auto_allow_clean;
+	struct cfg_loc auto_allow_clean_loc;
+};
+/* A key that was understood and has no effect here, with the reason (seed 000's file). */
+struct cfg_note {
+	const char *key;  /* filesystem.allow_write */
+	const char *text; /* why it does nothing */
+	struct cfg_loc loc;
+};
 struct config {
 	char **files; /* every file read, in order; cfg_loc points here */
 	size_t nfiles;
@@ -174,9 +261,16 @@ struct config {
 	int block_doh_providers; /* the built-in DNS-over-HTTPS list (doh.c) */
 	struct cfg_loc block_doh_providers_loc;
 
+	struct config_wrapper wrapper;
+
 	unsigned char *untrusted;    /* per file: loaded with CONFIG_FILE_UNTRUSTED */
 	struct cfg_ignored *ignored; /* what untrusted files set and was not taken */
 	size_t nignored;
+	struct cfg_note *notes; /* keys understood that do nothing here */
+	size_t nnotes;
+	/* wrapper keys of untrusted files not taken: opencode-sandbox's to report */
+	struct cfg_ignored *wrapper_ignored;
+	size_t nwrapper_ignored;
 };
 /*
  * A file to load and how far it is trusted. An untrusted file (a project
@@ -188,6 +282,16 @@ struct config_file {
 	int flags;
 #define CONFIG_FILE_UNTRUSTED 0x1
 };
+/*
+ * A file whose text the caller has read already (opencode-sandbox reads
+ * each file once, then checks and hands on those bytes): path names it in
+ * messages and places its relative paths; data NULL reads the file.
+ */
+struct config_text {
+	struct config_file file;
+	const char *data;
+	size_t len;
+};
 struct cfg_ignored {
 	const char *key; /* network.allowlist */
 	char *entry;     /* the list entry left out, or NULL for the whole key */
@@ -196,7 +300,11 @@ struct cfg_ignored {
 };
 struct config *config_load(char *const *, size_t, struct buf *);
 struct config *config_load_files(const struct config_file *, size_t, struct buf *);
+struct config *config_load_texts(const struct config_text *, size_t, struct buf *);
 void config_ignored_text(const struct cfg_ignored *, struct buf *);
+void config_note_text(const struct cfg_note *, struct buf *);
+void config_wrapper_dump(const struct config *, struct buf *);
+const char *config_permission_name(enum config_permission);
 struct config *config_load_mem(const char *, const char *, size_t, struct buf *);
 void config_free(struct config *);
 const char *config_mode_name(enum policy_mode);

@@ -1,8 +1,10 @@
 /*
  * The configuration schema: one table of every key the config file knows,
- * its section, type and the handler that stores it. Unknown keys, wrong
- * types, bad enums and bad list entries are all reported from here, at the
- * line and column of the offending node, and checking goes on after each.
+ * its section, type and the handler that stores it (egressd's keys here,
+ * the wrapper's sections in schema_wrapper.c, both walked by the code
+ * below). Unknown keys, at any depth, wrong types, bad enums and bad list
+ * entries are all reported from here, at the line and column of the
+ * offending node, and checking goes on after each.
  */
 #include <stddef.h>
 #include <stdlib.h>
@@ -10,51 +12,12 @@
 
 #include "config_int.h"
 
-enum schema_type {
-	SCHEMA_SECTION, /* a mapping of further keys */
-	SCHEMA_SKIP,    /* a section of the wrapper's file: anything goes */
-	SCHEMA_BOOL,
-	SCHEMA_INT,
-	SCHEMA_ENUM,
-	SCHEMA_STRING,
-	SCHEMA_LIST, /* a sequence of strings */
-};
-
-struct schema_state {
-	struct cfg_ctx *ctx;
-	struct config *cfg;
-	const char *dir; /* the config file's directory */
-};
-
-struct schema_key;
-typedef void (*schema_store_fn)(struct schema_state *, const struct schema_key *,
-                                const struct cfg_node *, long long);
-
-struct schema_key {
-	const char *section; /* NULL: top level */
-	const char *key;
-	enum schema_type type;
-	schema_store_fn store;
-	size_t off;     /* the value in struct config */
-	size_t loc_off; /* its cfg_loc: set twice under two names? */
-	long long min;  /* SCHEMA_INT */
-	long long max;
-	const char *const *names; /* SCHEMA_ENUM, NULL-terminated */
-	int flags;                /* SCHEMA_LIST of hosts: DOMAIN_F_* */
-};
-
-static void schema_store_none(struct schema_state *, const struct schema_key *,
-                              const struct cfg_node *, long long);
-static void schema_store_int(struct schema_state *, const struct schema_key *,
-                             const struct cfg_node *, long long);
 static void schema_store_size(struct schema_state *, const struct schema_key *,
                               const struct cfg_node *, long long);
 static void schema_store_mode(struct schema_state *, const struct schema_key *,
                               const struct cfg_node *, long long);
 static void schema_store_violation(struct schema_state *, const struct schema_key *,
                                    const struct cfg_node *, long long);
-static void schema_store_string(struct schema_state *, const struct schema_key *,
-                                const struct cfg_node *, long long);
 static void schema_store_hosts(struct schema_state *, const struct schema_key *,
                                const struct cfg_node *, long long);
 static void schema_store_paths(struct schema_state *, const struct schema_key *,
@@ -77,13 +40,6 @@ static const struct schema_key schema_keys[] = {
     {.key = "network", .type = SCHEMA_SECTION},
     {.key = "audit", .type = SCHEMA_SECTION},
     {.key = "ca", .type = SCHEMA_SECTION},
-    {.key = "state", .type = SCHEMA_SKIP},
-    {.key = "image", .type = SCHEMA_SKIP},
-    {.key = "project", .type = SCHEMA_SKIP},
-    {.key = "opencode", .type = SCHEMA_SKIP},
-    {.key = "skills", .type = SCHEMA_SKIP},
-    {.key = "resources", .type = SCHEMA_SKIP},
-    {.key = "container", .type = SCHEMA_SKIP},
 
     {.section = "network",
      .key = "mode",
@@ -206,7 +162,7 @@ schema_loc(struct config *cfg, const struct schema_key *k)
 }
 
 /* A message about a node, with its untrusted text escaped. */
-static const char *
+const char *
 schema_text(struct buf *b, const struct cfg_node *n)
 {
 	buf_reset(b);
@@ -274,7 +230,7 @@ schema_text_check(const char *s, size_t len)
 }
 
 /* Check one string scalar (a value or a list entry); 0 when it may be used. */
-static int
+int
 schema_string(struct schema_state *st, const char *what, int entry, const struct cfg_node *n)
 {
 	const char *err, *sep = entry ? " entry" : "";
@@ -414,13 +370,14 @@ bad:
 }
 
 static const struct schema_key *
-schema_find(const char *section, const struct cfg_node *key)
+schema_find_in(const struct schema_key *keys, size_t n, const char *section,
+               const struct cfg_node *key)
 {
 	const struct schema_key *k;
 	size_t i;
 
-	for (i = 0; i < EG_NELEM(schema_keys); i++) {
-		k = &schema_keys[i];
+	for (i = 0; i < n; i++) {
+		k = &keys[i];
 		if ((k->section == NULL) != (section == NULL))
 			continue;
 		if (section != NULL && strcmp(k->section, section) != 0)
@@ -431,17 +388,45 @@ schema_find(const char *section, const struct cfg_node *key)
 	return NULL;
 }
 
+static const struct schema_key *
+schema_find(const char *section, const struct cfg_node *key)
+{
+	const struct schema_key *k;
+
+	if ((k = schema_find_in(schema_keys, EG_NELEM(schema_keys), section, key)) != NULL)
+		return k;
+	return schema_find_in(schema_wrapper_keys, schema_wrapper_nkeys, section, key);
+}
+
 /* Another spelling of the same setting, for the "set twice" message. */
 static const char *
 schema_other_name(const struct schema_key *k)
 {
-	size_t i;
+	const struct schema_key *tables[] = {schema_keys, schema_wrapper_keys};
+	size_t sizes[] = {EG_NELEM(schema_keys), schema_wrapper_nkeys};
+	size_t i, t;
 
-	for (i = 0; i < EG_NELEM(schema_keys); i++)
-		if (&schema_keys[i] != k && schema_keys[i].store == k->store &&
-		    schema_keys[i].loc_off == k->loc_off)
-			return schema_keys[i].key;
+	for (t = 0; t < 2; t++)
+		for (i = 0; i < sizes[t]; i++)
+			if (&tables[t][i] != k && tables[t][i].store == k->store &&
+			    tables[t][i].loc_off == k->loc_off &&
+			    tables[t][i].type != SCHEMA_SECTION)
+				return tables[t][i].full != NULL ? tables[t][i].full
+				                                 : tables[t][i].key;
 	return k->key;
+}
+
+/* A key understood that has no effect here: said, not silently dropped. */
+static void
+schema_note(struct config *cfg, const struct schema_key *k, const struct cfg_loc *loc)
+{
+	struct cfg_note *n;
+
+	cfg->notes = xreallocarray(cfg->notes, cfg->nnotes + 1, sizeof *cfg->notes);
+	n = &cfg->notes[cfg->nnotes++];
+	n->key = k->full != NULL ? k->full : k->key;
+	n->text = k->note;
+	n->loc = *loc;
 }
 
 static void schema_walk(struct schema_state *, const struct cfg_node *, const char *);
@@ -476,8 +461,6 @@ schema_pair(struct schema_state *st, const char *section, const struct cfg_node 
 	if (v->flags & CFG_NODE_F_BAD)
 		return;
 	switch (k->type) {
-	case SCHEMA_SKIP:
-		return;
 	case SCHEMA_SECTION:
 		if (schema_is_null(v))
 			return;
@@ -486,7 +469,7 @@ schema_pair(struct schema_state *st, const char *section, const struct cfg_node 
 			          schema_what(v));
 			return;
 		}
-		schema_walk(st, v, k->key);
+		schema_walk(st, v, k->full != NULL ? k->full : k->key);
 		return;
 	case SCHEMA_LIST:
 		if (v->type != CFG_NODE_SEQUENCE) {
@@ -503,11 +486,14 @@ schema_pair(struct schema_state *st, const char *section, const struct cfg_node 
 	if (k->store == schema_store_none)
 		return;
 	loc = schema_loc(st->cfg, k);
+	if (k->untrusted == SCHEMA_UNTRUSTED_NOTE && loc->line == 0)
+		schema_note(st->cfg, k, &kn->loc);
 	if (loc->line > 0) {
 		cfg_error(st->ctx, &kn->loc,
 		          "%s: set twice (%s and %s are one setting; first "
 		          "at %u:%u)",
-		          k->key, k->key, schema_other_name(k), loc->line, loc->col);
+		          k->full != NULL ? k->full : k->key, k->full != NULL ? k->full : k->key,
+		          schema_other_name(k), loc->line, loc->col);
 		return;
 	}
 	k->store(st, k, v, num);
@@ -523,13 +509,13 @@ schema_walk(struct schema_state *st, const struct cfg_node *map, const char *sec
 		schema_pair(st, section, map->kids[i], map->kids[i + 1]);
 }
 
-static void
+void
 schema_store_none(struct schema_state *st, const struct schema_key *k, const struct cfg_node *v,
                   long long num)
 {
 }
 
-static void
+void
 schema_store_int(struct schema_state *st, const struct schema_key *k, const struct cfg_node *v,
                  long long num)
 {
@@ -559,7 +545,7 @@ schema_store_violation(struct schema_state *st, const struct schema_key *k,
 	st->cfg->on_violation = num == 0 ? VIOLATION_BLOCK : VIOLATION_FLAG;
 }
 
-static void
+void
 schema_store_string(struct schema_state *st, const struct schema_key *k, const struct cfg_node *v,
                     long long num)
 {
@@ -569,7 +555,7 @@ schema_store_string(struct schema_state *st, const struct schema_key *k, const s
 	*p = xstrdup(v->value);
 }
 
-static void
+void
 schema_list_add(struct cfg_list *l, char *value, const struct cfg_node *n)
 {
 	l->items = xreallocarray(l->items, l->n + 1, sizeof *l->items);
@@ -578,7 +564,7 @@ schema_list_add(struct cfg_list *l, char *value, const struct cfg_node *n)
 	l->n++;
 }
 
-static struct cfg_list *
+struct cfg_list *
 schema_list(struct schema_state *st, const struct schema_key *k)
 {
 	struct cfg_list *l = (struct cfg_list *)((char *)st->cfg + k->off);
@@ -617,6 +603,15 @@ schema_store_hosts(struct schema_state *st, const struct schema_key *k, const st
 	domain_set_free(set);
 }
 
+/* A path as written, made absolute from the directory of the file naming it. */
+char *
+schema_path(const struct schema_state *st, const char *path)
+{
+	if (path[0] == '/')
+		return xstrdup(path);
+	return xasprintf("%s%s%s", st->dir, st->dir[strlen(st->dir) - 1] == '/' ? "" : "/", path);
+}
+
 /* List files: relative paths are taken from the directory of the file naming them. */
 static void
 schema_store_paths(struct schema_state *st, const struct schema_key *k, const struct cfg_node *seq,
@@ -630,14 +625,7 @@ schema_store_paths(struct schema_state *st, const struct schema_key *k, const st
 		n = seq->kids[i];
 		if (schema_string(st, k->key, 1, n) == -1)
 			continue;
-		if (n->value[0] == '/')
-			schema_list_add(l, xstrdup(n->value), n);
-		else
-			schema_list_add(l,
-			                xasprintf("%s%s%s", st->dir,
-			                          st->dir[strlen(st->dir) - 1] == '/' ? "" : "/",
-			                          n->value),
-			                n);
+		schema_list_add(l, schema_path(st, n->value), n);
 	}
 }
 

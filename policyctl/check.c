@@ -117,6 +117,32 @@ check_json_ignored(struct buf *b, const struct config *cfg)
 	buf_free(&text);
 }
 
+/* "notes": keys understood that have no effect (seed 000's file), with why. */
+static void
+check_json_notes(struct buf *b, const struct config *cfg)
+{
+	struct buf text;
+	size_t i;
+
+	buf_init(&text);
+	policyctl_json_key(b, "notes", 0);
+	buf_addc(b, '[');
+	for (i = 0; i < cfg->nnotes; i++) {
+		buf_reset(&text);
+		config_note_text(&cfg->notes[i], &text);
+		buf_adds(b, i > 0 ? ",{" : "{");
+		policyctl_json_key(b, "key", 1);
+		json_escape_str(b, cfg->notes[i].key);
+		policyctl_json_key(b, "source", 0);
+		check_json_loc(b, &cfg->notes[i].loc);
+		policyctl_json_key(b, "reason", 0);
+		json_escape_str(b, buf_cstr(&text));
+		buf_addc(b, '}');
+	}
+	buf_addc(b, ']');
+	buf_free(&text);
+}
+
 static void
 check_print_json(const struct config *cfg, const char *errors, const char *warnings)
 {
@@ -162,9 +188,27 @@ check_print_json(const struct config *cfg, const char *errors, const char *warni
 		check_json_str(&b, "path", cfg->audit_path, &cfg->audit_path_loc);
 		buf_addc(&b, '}');
 		check_json_ignored(&b, cfg);
+		check_json_notes(&b, cfg);
 	}
 	buf_adds(&b, "}\n");
 	fputs(buf_cstr(&b), stdout);
+	buf_free(&b);
+}
+
+/* Keys of seed 000's file with no effect here: said, not dropped silently. */
+static void
+check_notes(const struct config *cfg)
+{
+	struct buf b;
+	size_t i;
+
+	buf_init(&b);
+	for (i = 0; i < cfg->nnotes; i++) {
+		buf_reset(&b);
+		config_note_text(&cfg->notes[i], &b);
+		fprintf(stderr, "policyctl: note: %s:%u:%u: %s\n", cfg->notes[i].loc.file,
+		        cfg->notes[i].loc.line, cfg->notes[i].loc.col, buf_cstr(&b));
+	}
 	buf_free(&b);
 }
 
@@ -193,6 +237,7 @@ check_run(struct policyctl *c)
 			w = nl ? nl + 1 : NULL;
 		}
 		policyctl_ignored_warn(policy_config(p));
+		check_notes(policy_config(p));
 		config_dump(policy_config(p), &dump);
 		printf("configuration OK\n%s", buf_cstr(&dump));
 	}

@@ -40,6 +40,8 @@ struct upstream_pool {
 	struct upstream_list lru;
 	unsigned nidle;
 	struct slab jobs; /* struct upstream_job, apart from the long-lived heap */
+	upstream_connect_fn connect;
+	void *connect_arg;
 };
 
 static unsigned
@@ -274,7 +276,8 @@ upstream_try_next(struct upstream_job *j)
 			continue;
 		}
 		bufferevent_setcb(j->bev, NULL, NULL, upstream_connect_event_cb, j);
-		if (bufferevent_socket_connect(j->bev, (struct sockaddr *)&ss, (int)len) == 0)
+		if (j->e->pool->connect(j->e->pool->connect_arg, j->bev, (struct sockaddr *)&ss,
+		                        (int)len) == 0)
 			return 0;
 		j->last_errno = EVUTIL_SOCKET_ERROR();
 		bufferevent_free(j->bev);
@@ -492,7 +495,13 @@ upstream_release(struct egressd *e, struct upstream *u, int reusable)
 	if (u->rd != NULL) {
 		u->rd_cb = NULL;
 		u->rd_arg = NULL;
-		event_add(u->rd, NULL); /* pending again, without the connection's timeout */
+		/*
+		 * Pending again; event_add(NULL) would keep the exchange's
+		 * response timeout, so it is removed on its own (no epoll
+		 * change): the pool's idle timer alone decides.
+		 */
+		event_add(u->rd, NULL);
+		event_remove_timer(u->rd);
 	} else
 		bufferevent_enable(u->bev, EV_READ);
 	TAILQ_INSERT_HEAD(&pool->buckets[b], u, entry);
@@ -514,6 +523,12 @@ upstream_free(struct upstream *u)
 	free(u);
 }
 
+static int
+upstream_connect_socket(void *arg, struct bufferevent *bev, const struct sockaddr *sa, int len)
+{
+	return bufferevent_socket_connect(bev, sa, len);
+}
+
 struct upstream_pool *
 upstream_pool_new(struct egressd *e)
 {
@@ -527,7 +542,16 @@ upstream_pool_new(struct egressd *e)
 		TAILQ_INIT(&pool->buckets[i]);
 	TAILQ_INIT(&pool->lru);
 	slab_init(&pool->jobs, sizeof(struct upstream_job));
+	pool->connect = upstream_connect_socket;
 	return pool;
+}
+
+/* Start connection attempts with fn instead (engine tests); NULL: the socket's own. */
+void
+upstream_pool_set_connect(struct upstream_pool *pool, upstream_connect_fn fn, void *arg)
+{
+	pool->connect = fn != NULL ? fn : upstream_connect_socket;
+	pool->connect_arg = fn != NULL ? arg : NULL;
 }
 
 void

@@ -10,6 +10,7 @@
 
 #include <stdint.h>
 #include <sys/queue.h>
+#include <sys/socket.h>
 
 #include <event2/event.h>
 
@@ -58,8 +59,14 @@ struct upstream_result {
 	char detail[256];               /* UPSTREAM_E_TLS */
 };
 typedef void (*upstream_cb)(void *, struct upstream_result *);
+/*
+ * How a connection attempt starts: bufferevent_socket_connect, unless an
+ * engine test (tests/engine/) hands the connections in itself.
+ */
+typedef int (*upstream_connect_fn)(void *, struct bufferevent *, const struct sockaddr *, int);
 struct upstream_job;
 struct upstream_pool *upstream_pool_new(struct egressd *);
+void upstream_pool_set_connect(struct upstream_pool *, upstream_connect_fn, void *);
 void upstream_pool_free(struct upstream_pool *);
 void upstream_pool_flush(struct upstream_pool *);
 void upstream_pool_trim(struct upstream_pool *);

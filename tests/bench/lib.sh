@@ -79,7 +79,17 @@ start() {
 
 # rss_kib PID: resident KiB of PID and its children (three levels).
 rss_kib() {
-	local all="$1" level="$1" next p _ total=0 v
+	local p total=0 v
+	for p in $(tree_pids "$1"); do
+		v=$(awk '/^VmRSS:/ { print $2 }' "/proc/$p/status" 2>/dev/null)
+		total=$((total + ${v:-0}))
+	done
+	echo "$total"
+}
+
+# tree_pids PID: PID and its children, three levels down.
+tree_pids() {
+	local all="$1" level="$1" next p _
 	for _ in 1 2 3; do
 		next=""
 		for p in $level; do
@@ -89,12 +99,28 @@ rss_kib() {
 		all="$all $next"
 		level=$next
 	done
-	for p in $all; do
-		v=$(awk '/^VmRSS:/ { print $2 }' "/proc/$p/status" 2>/dev/null)
+	echo "$all"
+}
+
+# cpu_ticks PID: user and system clock ticks used so far by PID and its
+# children (helpers, workers): the server's own CPU, not the load client's.
+cpu_ticks() {
+	local p total=0 v
+	for p in $(tree_pids "$1"); do
+		v=$(awk '{ print $14 + $15 }' "/proc/$p/stat" 2>/dev/null)
 		total=$((total + ${v:-0}))
 	done
 	echo "$total"
 }
+
+# cpu_ns_per T0 T1 N: CPU ns per unit from two cpu_ticks readings and a count.
+cpu_ns_per() {
+	awk -v a="$1" -v b="$2" -v n="$3" -v hz="$(getconf CLK_TCK)" \
+		'BEGIN { if (n > 0) printf "%.0f", (b - a) * 1e9 / hz / n; else printf "" }'
+}
+
+# us NS: nanoseconds as microseconds with one decimal, or "?" when empty.
+us() { awk -v n="$1" 'BEGIN { if (n != "") printf "%.1f", n / 1000; else printf "?" }'; }
 
 # field LINE NAME: the value of NAME= in a loadgen RESULT line.
 field() { printf '%s\n' "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"; }

@@ -257,7 +257,7 @@ done
 # the machine hits every peer alike, and each figure is the median of its
 # rounds.
 ROUND_SECS=$(awk -v d="$DURATION" -v r="$ROUNDS" 'BEGIN { printf "%.2f", d / r }')
-declare -A L_RPS L_P50 L_P99
+declare -A L_CPU CPU L_RPS L_P50 L_P99
 for s in $SCENARIOS; do
 	case "$s" in
 	ka64) args=(--mode keepalive --connections 64) ;;
@@ -266,8 +266,11 @@ for s in $SCENARIOS; do
 	esac
 	for r in $(seq 1 "$ROUNDS"); do
 		for p in $ACTIVE; do
+			c0=$(cpu_ticks "${PID[$p]}")
 			line=$(loadgen_run "$p-$s-$r" "$p" "${args[@]}" --duration "$ROUND_SECS")
+			c1=$(cpu_ticks "${PID[$p]}")
 			log "  $(head -1 "$T/$p-$s-$r.lg")"
+			L_CPU[$p.$s]="${L_CPU[$p.$s]:-} $(cpu_ns_per "$c0" "$c1" "$(field "$line" requests)")"
 			L_RPS[$p.$s]="${L_RPS[$p.$s]:-} $(field "$line" rps)"
 			L_P50[$p.$s]="${L_P50[$p.$s]:-} $(field "$line" p50_ms)"
 			L_P99[$p.$s]="${L_P99[$p.$s]:-} $(field "$line" p99_ms)"
@@ -278,6 +281,8 @@ for s in $SCENARIOS; do
 	for p in $ACTIVE; do
 		# shellcheck disable=SC2086
 		RPS[$p.$s]=$(median ${L_RPS[$p.$s]})
+		# shellcheck disable=SC2086
+		CPU[$p.$s]=$(median ${L_CPU[$p.$s]})
 		# shellcheck disable=SC2086
 		P50[$p.$s]=$(median ${L_P50[$p.$s]})
 		# shellcheck disable=SC2086
@@ -299,18 +304,23 @@ report() {
 	echo "Scenarios: ka64 = keep-alive, 64 connections; ka1 = keep-alive, one connection" \
 		"(latency); close16 = a new connection per request, 16 at a time."
 	echo
-	echo "| scenario | peer | req/s | p50 ms | p99 ms | errors | req/s ÷ haproxy | req/s ÷ direct | p99 ÷ haproxy |"
-	echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+	echo "CPU µs/req: the peer's own CPU time (user and system, its processes and helpers)" \
+		"per completed request, from /proc around each round; the direct row is the origin's."
+	echo
+	echo "| scenario | peer | req/s | CPU µs/req | p50 ms | p99 ms | errors | req/s ÷ haproxy | req/s ÷ direct | p99 ÷ haproxy | CPU ÷ haproxy |"
+	echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
 	for s in $SCENARIOS; do
 		for p in $PEERS; do
 			if [ "${STATUS[$p]:-}" != ok ]; then
-				[ "$s" = ka64 ] && echo "| $s | $p | ${STATUS[$p]:-not run} | | | | | | |"
+				[ "$s" = ka64 ] && echo "| $s | $p | ${STATUS[$p]:-not run} | | | | | | | | |"
 				continue
 			fi
-			echo "| $s | $p | ${RPS[$p.$s]:-?} | ${P50[$p.$s]:-?} | ${P99[$p.$s]:-?} |" \
-				"${ERR[$p.$s]:-?} | $(ratio "${RPS[$p.$s]}" "${RPS[haproxy.$s]:-}") |" \
+			echo "| $s | $p | ${RPS[$p.$s]:-?} | $(us "${CPU[$p.$s]:-}") | ${P50[$p.$s]:-?} |" \
+				"${P99[$p.$s]:-?} | ${ERR[$p.$s]:-?} |" \
+				"$(ratio "${RPS[$p.$s]}" "${RPS[haproxy.$s]:-}") |" \
 				"$(ratio "${RPS[$p.$s]}" "${RPS[direct.$s]:-}") |" \
-				"$(ratio "${P99[$p.$s]}" "${P99[haproxy.$s]:-}") |"
+				"$(ratio "${P99[$p.$s]}" "${P99[haproxy.$s]:-}") |" \
+				"$(ratio "${CPU[$p.$s]:-}" "${CPU[haproxy.$s]:-}") |"
 		done
 	done
 	echo

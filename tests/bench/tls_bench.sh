@@ -326,7 +326,7 @@ done
 # Scenarios outside, then rounds, peers inside: a burst of other load on
 # the machine hits every peer alike; each figure is the median of its rounds.
 ROUND_SECS=$(awk -v d="$DURATION" -v r="$ROUNDS" 'BEGIN { printf "%.2f", d / r }')
-declare -A L_RPS L_MIBS L_P50 L_P99
+declare -A L_CPU CPU L_RPS L_MIBS L_P50 L_P99
 for s in $SCENARIOS; do
 	case "$s" in
 	ka64) args=(--mode keepalive --connections 64) ;;
@@ -335,8 +335,11 @@ for s in $SCENARIOS; do
 	esac
 	for r in $(seq 1 "$ROUNDS"); do
 		for p in $ACTIVE; do
+			c0=$(cpu_ticks "${PID[$p]}")
 			line=$(loadgen_run "$p-$s-$r" "$p" "${args[@]}" --duration "$ROUND_SECS")
+			c1=$(cpu_ticks "${PID[$p]}")
 			log "  $(head -1 "$T/$p-$s-$r.lg")"
+			L_CPU[$p.$s]="${L_CPU[$p.$s]:-} $(cpu_ns_per "$c0" "$c1" "$(field "$line" requests)")"
 			L_RPS[$p.$s]="${L_RPS[$p.$s]:-} $(field "$line" rps)"
 			L_MIBS[$p.$s]="${L_MIBS[$p.$s]:-} $(field "$line" mib_s)"
 			L_P50[$p.$s]="${L_P50[$p.$s]:-} $(field "$line" p50_ms)"
@@ -348,6 +351,8 @@ for s in $SCENARIOS; do
 	for p in $ACTIVE; do
 		# shellcheck disable=SC2086
 		RPS[$p.$s]=$(median ${L_RPS[$p.$s]})
+		# shellcheck disable=SC2086
+		CPU[$p.$s]=$(median ${L_CPU[$p.$s]})
 		# shellcheck disable=SC2086
 		MIBS[$p.$s]=$(median ${L_MIBS[$p.$s]})
 		# shellcheck disable=SC2086
@@ -379,20 +384,24 @@ report() {
 		"CONNECT and TLS handshake per request, 16 at a time; big4 = 1 MiB bodies," \
 		"keep-alive, 4 connections."
 	echo
-	echo "| scenario | peer | req/s | MiB/s | p50 ms | p99 ms | errors | ÷ squid-bump | ÷ direct | p99 ÷ squid-bump |"
-	echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+	echo "CPU µs/req: the peer's own CPU time (user and system, its processes and helpers)" \
+		"per completed request, from /proc around each round; the direct row is the origin's."
+	echo
+	echo "| scenario | peer | req/s | MiB/s | CPU µs/req | p50 ms | p99 ms | errors | ÷ squid-bump | ÷ direct | p99 ÷ squid-bump | CPU ÷ squid-bump |"
+	echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
 	for s in $SCENARIOS; do
 		for p in $PEERS; do
 			if [ "${STATUS[$p]:-}" != ok ]; then
-				[ "$s" = ka64 ] && echo "| $s | $p | ${STATUS[$p]:-not run} | | | | | | | |"
+				[ "$s" = ka64 ] && echo "| $s | $p | ${STATUS[$p]:-not run} | | | | | | | | | |"
 				continue
 			fi
 			# big4 is compared on MiB/s, the others on req/s.
 			a=${RPS[$p.$s]:-} b=${RPS[$sq.$s]:-} d=${RPS[direct.$s]:-}
 			[ "$s" = big4 ] && a=${MIBS[$p.$s]:-} b=${MIBS[$sq.$s]:-} d=${MIBS[direct.$s]:-}
-			echo "| $s | $p | ${RPS[$p.$s]:-?} | ${MIBS[$p.$s]:-?} | ${P50[$p.$s]:-?} |" \
-				"${P99[$p.$s]:-?} | ${ERR[$p.$s]:-?} | $(ratio "$a" "$b") | $(ratio "$a" "$d") |" \
-				"$(ratio "${P99[$p.$s]}" "${P99[$sq.$s]:-}") |"
+			echo "| $s | $p | ${RPS[$p.$s]:-?} | ${MIBS[$p.$s]:-?} | $(us "${CPU[$p.$s]:-}") |" \
+				"${P50[$p.$s]:-?} | ${P99[$p.$s]:-?} | ${ERR[$p.$s]:-?} | $(ratio "$a" "$b") |" \
+				"$(ratio "$a" "$d") | $(ratio "${P99[$p.$s]}" "${P99[$sq.$s]:-}") |" \
+				"$(ratio "${CPU[$p.$s]:-}" "${CPU[$sq.$s]:-}") |"
 		done
 	done
 	echo

@@ -97,10 +97,18 @@ lib_test_ca() {
 # OpenAI-compatible model API answering REPLY (model.test is in the
 # certificate), each request a "model ..." line of origin_log and its body a
 # line of /tmp/model.jsonl in the origin container; origin.py does not run.
+# lib_net_up --model REPLY --script FILE: the model also asks for tool calls
+# (inet.py --model-script, FILE copied in), and answers GET /hello and
+# POST /echo for the tools.
 lib_net_up() {
-	local model=""
+	local model="" script=""
 	[ "${1-}" = --model ] && model=${2?lib_net_up --model needs the reply}
+	[ "${3-}" = --script ] && script=${4?lib_net_up --script needs a file}
 	lib_test_ca || return 1
+	if [ -n "$script" ]; then
+		cp "$script" "$T/origin/script.json"
+		chmod 644 "$T/origin/script.json"
+	fi
 	podman network create --internal --subnet 198.18.0.0/24 --gateway 198.18.0.254 \
 		--ipv6 --subnet 2001:2::/64 --gateway 2001:2::fe "$NET" >"$T/net.log" 2>&1 || {
 		cat "$T/net.log" >&2
@@ -112,9 +120,11 @@ lib_net_up() {
 		-v "$T/origin:/origin:ro" -e MODEL_REPLY="$model" --entrypoint sh "$IMAGE" -c '
 		if [ -n "$MODEL_REPLY" ]; then
 			echo 443 >/tmp/tls-port
+			set --
+			[ -f /origin/script.json ] && set -- --model-script /origin/script.json
 			exec python3 /origin/inet.py --lifetime 1200 --tls-cert /origin/origin.pem \
 				--tls-key /origin/origin.key --model-reply "$MODEL_REPLY" \
-				--model-log /tmp/model.jsonl
+				--model-log /tmp/model.jsonl "$@"
 		fi
 		python3 /origin/origin.py --bind 198.18.0.1 --port 8080 --tls-port 443 \
 			--tls-port-file /tmp/tls-port --tls-cert /origin/origin.pem \
@@ -189,6 +199,24 @@ box() {
 	RC=$?
 	OUT=$(cat "$T/out")
 	ERR=$(cat "$T/err")
+}
+
+# lib_containers_conf: $T/containers.conf, podman's settings for runs of
+# opencode-sandbox on the test network: the project's (runc, ulimits) and
+# the test network with its resolver as the default for new containers, so
+# that opencode-sandbox needs no flag of its own for the test.
+lib_containers_conf() {
+	cat >"$T/containers.conf" <<EOT
+[containers]
+default_ulimits = ["nofile=20000:20000", "nproc=1000:1000"]
+dns_servers = ["198.18.0.1"]
+
+[engine]
+runtime = "runc"
+
+[network]
+default_network = "$NET"
+EOT
 }
 
 # row NAME: the value after NAME in $OUT's "NAME VALUE" lines.

@@ -2,7 +2,8 @@
 # policyctl check end to end: the embedded default validates, the effective
 # merged configuration is printed with each value's source (and loads back),
 # every error of a bad file is reported as FILE:LINE:COL with exit 2, list
-# file warnings name their lines, and --json says the same for machines.
+# file warnings name their lines, seed 000's keys without a meaning here are
+# noted with their place, and --json says the same for machines.
 . "$(dirname "$0")/lib.sh"
 
 run "$POLICYCTL" check
@@ -105,6 +106,18 @@ run "$POLICYCTL" check --config "$T/.opencode/sandbox.json"
 expect_rc 2 "seed JSON with a lower-case method is an error"
 expect_contains "$ERR" "$T/.opencode/sandbox.json:1:32: allow_methods entry \"get\": methods are case-sensitive and sent in upper case; write \"GET\"" \
     "lower-case method: error with the suggestion"
+
+# Seed 000's keys without a meaning here are understood and noted, not errors.
+printf '{"network": {"observe": true}, "filesystem": {"deny_read": []}, "auto_allow_clean": true}\n' \
+	>"$T/.opencode/sandbox.json"
+run "$POLICYCTL" check --config "$T/.opencode/sandbox.json"
+expect_rc 0 "seed 000's other keys load"
+expect_contains "$ERR" "policyctl: note: $T/.opencode/sandbox.json:1:14: network.observe has no effect here" \
+	"observe is noted as not applicable, with its place"
+expect_contains "$ERR" "filesystem.deny_read has no effect here" "filesystem.deny_read is noted"
+run "$POLICYCTL" check --json --config "$T/.opencode/sandbox.json"
+expect_eq "$(jqf '[.notes[].key] | join(",")')" "network.observe,filesystem.deny_read,auto_allow_clean" \
+	"--json lists the notes"
 
 run "$POLICYCTL" check extra
 expect_rc 2 "check takes no operands"

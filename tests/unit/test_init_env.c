@@ -3,7 +3,7 @@
  * payload's environment (proxy variables in both cases, NO_PROXY for
  * loopback, every CA variable, inherited values of those names replaced,
  * LISTEN_* never passed down), resolv.conf parsing and rewriting, and
- * users given by name or number.
+ * users given by name, by number or as UID:GID.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -127,6 +127,18 @@ test_users(void **state)
 	assert_non_null(priv_user_lookup("no-such-user-xyz", &u));
 	assert_non_null(priv_user_lookup("", &u));
 	assert_non_null(priv_user_lookup("99999999999", &u));
+	/* UID:GID, both numbers, for a payload that owns the host user's files. */
+	assert_null(priv_user_lookup("4000123:4000456", &u));
+	assert_int_equal(u.uid, 4000123);
+	assert_int_equal(u.gid, 4000456);
+	assert_string_equal(u.home, "/");
+	assert_null(priv_user_lookup("0:5", &u));
+	assert_string_equal(u.name, "root");
+	assert_int_equal(u.gid, 5);
+	assert_non_null(priv_user_lookup("12:", &u));
+	assert_non_null(priv_user_lookup("12:x", &u));
+	assert_non_null(priv_user_lookup("12:34:56", &u));
+	assert_non_null(priv_user_lookup("12:99999999999", &u));
 }
 
 int

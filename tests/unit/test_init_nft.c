@@ -16,7 +16,8 @@
 
 #include "init.h"
 
-static const struct nft_rules strict = {MODE_STRICT, 997, 18081, 53};
+static const struct nft_rules strict = {
+    .mode = MODE_STRICT, .egress_uid = 997, .transparent_port = 18081, .dns_port = 53};
 
 static char *
 build(const struct nft_rules *r)
@@ -76,6 +77,40 @@ test_off_text(void **state)
 	free(t);
 }
 
+/*
+ * A port the payload serves the host on: only the replies of connections
+ * the host opened may leave from it, in strict and off alike, before the
+ * log-and-drop rules; without one, no such rule.
+ */
+static void
+test_serve_port(void **state)
+{
+	static const enum policy_mode modes[] = {MODE_STRICT, MODE_OFF};
+	struct nft_rules r = strict;
+	size_t i;
+	char *t;
+
+	t = build(&r);
+	assert_null(strstr(t, "sport"));
+	free(t);
+	r.serve_ports[0] = 4096;
+	r.nserve = 1;
+	for (i = 0; i < EG_NELEM(modes); i++) {
+		r.mode = modes[i];
+		t = build(&r);
+		assert_non_null(strstr(t, "\t\ttcp sport 4096 ct state established accept\n"));
+		assert_true(strstr(t, "tcp sport 4096") < strstr(t, "log prefix"));
+		assert_true(strstr(t, "tcp sport 4096") > strstr(t, "filter_output"));
+		assert_null(nft_rules_compare(&r, t));
+		free(t);
+	}
+	/* The read-back notices the rule missing. */
+	r.mode = MODE_STRICT;
+	t = build(&strict);
+	assert_non_null(nft_rules_compare(&r, t));
+	free(t);
+}
+
 static void
 test_practical_text(void **state)
 {
@@ -132,9 +167,8 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_strict_text),
-	    cmocka_unit_test(test_off_text),
-	    cmocka_unit_test(test_practical_text),
+	    cmocka_unit_test(test_strict_text), cmocka_unit_test(test_off_text),
+	    cmocka_unit_test(test_serve_port),  cmocka_unit_test(test_practical_text),
 	    cmocka_unit_test(test_compare),
 	};
 

@@ -210,16 +210,182 @@ test_json_seed(void **state)
 	config_free(cfg);
 }
 
+/* Seed 003's whole file: every wrapper key checked and stored, paths placed. */
 static void
 test_wrapper_file(void **state)
 {
 	static const char *const allow[] = {"api.anthropic.com"};
 	static const char *const block[] = {"*.segment.io"};
+	static const char *const providers[] = {"anthropic", "openai"};
+	static const char *const exclude[] = {"draft-*"};
 	struct config *cfg = load_ok(1, "good/opencode-sandbox.yaml");
+	const struct config_wrapper *w = &cfg->wrapper;
+	char *want;
 
 	assert_list(&cfg->allowlist, allow, 1);
 	assert_list(&cfg->blocklist, block, 1);
 	assert_string_equal(cfg->audit_path, "/sandbox/logs/audit-events.jsonl");
+	assert_string_equal(w->state_config_dir, "~/.config/opencode-sandbox");
+	want = xasprintf("%s/good/data", CONFIG_DIR);
+	assert_string_equal(w->state_data_dir, want);
+	free(want);
+	assert_string_equal(w->state_state_dir, "/var/tmp/osb-state");
+	assert_string_equal(w->image_name, "localhost/opencode-sandbox:latest");
+	assert_loc(&w->image_name_loc, "good/opencode-sandbox.yaml", 9, 3);
+	assert_false(w->image_auto_build);
+	assert_loc(&w->image_auto_build_loc, "good/opencode-sandbox.yaml", 10, 3);
+	assert_string_equal(w->image_base, "debian:bookworm-slim");
+	assert_true(w->image_install_tools);
+	assert_string_equal(w->project_target, "/workspace");
+	assert_true(w->project_readonly);
+	assert_int_equal(w->project_extra_mounts.n, 2);
+	want = xasprintf("%s/good/docs:/docs:ro", CONFIG_DIR);
+	assert_string_equal(w->project_extra_mounts.items[0].value, want);
+	free(want);
+	assert_string_equal(w->project_extra_mounts.items[1].value, "/srv/data:/data:rw");
+	assert_true(w->opencode_mount_host_config);
+	assert_false(w->opencode_mount_host_data);
+	assert_loc(&w->opencode_mount_host_data_loc, "good/opencode-sandbox.yaml", 20, 3);
+	assert_true(w->opencode_generated_config);
+	assert_false(w->opencode_autoupdate);
+	assert_list(&w->opencode_enabled_providers, providers, 2);
+	assert_true(w->opencode_disabled_providers.set);
+	assert_int_equal(w->opencode_disabled_providers.n, 0);
+	assert_int_equal(w->opencode_permission_edit, CONFIG_PERMISSION_ASK);
+	assert_int_equal(w->opencode_permission_bash, CONFIG_PERMISSION_DENY);
+	assert_loc(&w->opencode_permission_bash_loc, "good/opencode-sandbox.yaml", 27, 5);
+	assert_string_equal(config_permission_name(w->opencode_permission_bash), "deny");
+	assert_list(&w->skills_exclude, exclude, 1);
+	assert_true(w->skills_expose_project_skills);
+	assert_false(w->skills_expose_global_skills);
+	assert_string_equal(w->resources_cpus, "1.5");
+	assert_string_equal(w->resources_memory, "4g");
+	assert_string_equal(w->container_name_prefix, "opencode-sandbox");
+	assert_true(w->container_remove);
+	assert_false(w->container_debug);
+	assert_loc(&w->container_debug_loc, "good/opencode-sandbox.yaml", 41, 3);
+	want = xasprintf("%s/good/certs/company-ca.pem", CONFIG_DIR);
+	assert_string_equal(w->container_upstream_ca, want);
+	free(want);
+	assert_int_equal(cfg->nnotes, 0);
+	config_free(cfg);
+}
+
+/*
+ * Seed 000's file with every key: the ones with a meaning here land in
+ * the wrapper's fields (docker.image is image.name, verbose is
+ * container.debug), the others are understood and noted, never an error.
+ */
+static void
+test_wrapper_seed000(void **state)
+{
+	struct config *cfg = load_ok(1, "good/sandbox-seed.json");
+	struct buf b;
+	size_t i;
+
+	assert_string_equal(cfg->wrapper.image_name, "opencode-sandbox:local");
+	assert_loc(&cfg->wrapper.image_name_loc, "good/sandbox-seed.json", 15, 5);
+	assert_true(cfg->wrapper.container_debug);
+	assert_loc(&cfg->wrapper.container_debug_loc, "good/sandbox-seed.json", 13, 3);
+	assert_int_equal(cfg->nnotes, 5);
+	assert_string_equal(cfg->notes[0].key, "network.observe");
+	assert_loc(&cfg->notes[0].loc, "good/sandbox-seed.json", 3, 5);
+	assert_string_equal(cfg->notes[1].key, "filesystem.inherit_permissions");
+	assert_string_equal(cfg->notes[2].key, "filesystem.allow_write");
+	assert_string_equal(cfg->notes[3].key, "filesystem.deny_read");
+	assert_string_equal(cfg->notes[4].key, "auto_allow_clean");
+	buf_init(&b);
+	for (i = 0; i < cfg->nnotes; i++) {
+		buf_reset(&b);
+		config_note_text(&cfg->notes[i], &b);
+		assert_non_null(strstr(buf_cstr(&b), " has no effect here: "));
+	}
+	buf_free(&b);
+	config_free(cfg);
+}
+
+/* Wrapper scalars: the later file wins where it sets them; lists replace. */
+static void
+test_wrapper_merge(void **state)
+{
+	static const char *const a =
+	    "version: 1\nimage: {name: one}\nresources: {cpus: 2, memory: 2g}\n"
+	    "opencode: {enabledProviders: [anthropic, openai]}\n";
+	static const char *const b =
+	    "version: 1\nresources: {memory: 8g}\nopencode: {enabledProviders: [groq]}\n";
+	static const char *const groq[] = {"groq"};
+	struct config_text t[2];
+	struct config *cfg;
+	struct buf errs;
+
+	memset(t, 0, sizeof t);
+	t[0].file.path = "/etc/a.yaml";
+	t[0].data = a;
+	t[0].len = strlen(a);
+	t[1].file.path = "/etc/b.yaml";
+	t[1].data = b;
+	t[1].len = strlen(b);
+	buf_init(&errs);
+	cfg = config_load_texts(t, 2, &errs);
+	if (cfg == NULL)
+		fail_msg("unexpected errors:\n%s", buf_cstr(&errs));
+	buf_free(&errs);
+	assert_string_equal(cfg->wrapper.image_name, "one");
+	assert_string_equal(cfg->wrapper.resources_cpus, "2");
+	assert_loc(&cfg->wrapper.resources_cpus_loc, "/etc/a.yaml", 3, 13);
+	assert_string_equal(cfg->wrapper.resources_memory, "8g");
+	assert_loc(&cfg->wrapper.resources_memory_loc, "/etc/b.yaml", 2, 13);
+	assert_list(&cfg->wrapper.opencode_enabled_providers, groq, 1);
+	config_free(cfg);
+}
+
+/*
+ * An untrusted project file's wrapper keys: a read-only project and no
+ * host OpenCode files are taken (they tighten); the image, mounts,
+ * resources and the rest are recorded as ignored, apart from egressd's
+ * own list of ignored keys.
+ */
+static void
+test_wrapper_untrusted(void **state)
+{
+	static const char *const global = "version: 1\nimage: {name: trusted}\n"
+	                                  "opencode: {mountHostData: true}\n";
+	static const char *const project =
+	    "version: 1\nimage: {name: evil}\nproject: {readonly: true, "
+	    "extraMounts: [\"/:/host\"]}\nopencode: {mountHostConfig: false, "
+	    "mountHostData: true}\nresources: {cpus: 64}\n"
+	    "filesystem: {allow_write: []}\n";
+	struct config_text t[2];
+	struct config *cfg;
+	struct buf errs;
+
+	memset(t, 0, sizeof t);
+	t[0].file.path = "/etc/global.yaml";
+	t[0].data = global;
+	t[0].len = strlen(global);
+	t[1].file.path = "/work/p/.opencode-sandbox.yaml";
+	t[1].file.flags = CONFIG_FILE_UNTRUSTED;
+	t[1].data = project;
+	t[1].len = strlen(project);
+	buf_init(&errs);
+	cfg = config_load_texts(t, 2, &errs);
+	if (cfg == NULL)
+		fail_msg("unexpected errors:\n%s", buf_cstr(&errs));
+	buf_free(&errs);
+	assert_string_equal(cfg->wrapper.image_name, "trusted");
+	assert_true(cfg->wrapper.project_readonly);
+	assert_false(cfg->wrapper.opencode_mount_host_config);
+	assert_true(cfg->wrapper.opencode_mount_host_data);
+	assert_null(cfg->wrapper.resources_cpus);
+	assert_int_equal(cfg->wrapper.project_extra_mounts.n, 0);
+	/* mountHostData: true is what the trusted file set: nothing to report. */
+	assert_int_equal(cfg->nwrapper_ignored, 3);
+	assert_string_equal(cfg->wrapper_ignored[0].key, "image.name");
+	assert_loc(&cfg->wrapper_ignored[0].loc, "/work/p/.opencode-sandbox.yaml", 2, 9);
+	assert_string_equal(cfg->wrapper_ignored[1].key, "project.extraMounts");
+	assert_string_equal(cfg->wrapper_ignored[2].key, "resources.cpus");
+	assert_int_equal(cfg->nignored, 0);
+	assert_int_equal(cfg->nnotes, 1);
 	config_free(cfg);
 }
 
@@ -861,6 +1027,9 @@ main(void)
 	    cmocka_unit_test(test_every_key),
 	    cmocka_unit_test(test_json_seed),
 	    cmocka_unit_test(test_wrapper_file),
+	    cmocka_unit_test(test_wrapper_seed000),
+	    cmocka_unit_test(test_wrapper_merge),
+	    cmocka_unit_test(test_wrapper_untrusted),
 	    cmocka_unit_test(test_merge_inherit),
 	    cmocka_unit_test(test_merge_replace),
 	    cmocka_unit_test(test_merge_inherited_flag),

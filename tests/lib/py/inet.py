@@ -16,6 +16,16 @@ events when the request asks for `"stream": true`; GET .../models lists one
 model. Each request is one line on stdout ("model METHOD PATH stream=..
 model=.. host=.. auth=.."), and its JSON body is appended to --model-log
 when given.
+
+With --model-script FILE as well, the model can also ask for tool calls.
+FILE is a JSON list of rules {"when": TEXT, "tool": NAME, "args": {...},
+"reply": TEXT}: for a chat request that offers tools, the first rule whose
+"when" is in the last user message is used; while the conversation has no
+tool result yet for that message, the answer is a call of the tool with
+the arguments, then the rule's reply. A request offering no tools (a
+title) or matching no rule gets --model-reply. Beside the model API the
+same server answers GET /hello ("hello") and POST /echo (the body's
+length), for the tools to reach; any other path is a 404.
 """
 import argparse
 import json
@@ -77,6 +87,7 @@ def udp_loop(family, addr, port, kind):
 
 TLS = None
 MODEL = None	# (reply text, log path) with --model-reply
+SCRIPT = []	# --model-script rules
 HEAD_MAX = 64 * 1024
 BODY_MAX = 8 * 1024 * 1024
 
@@ -136,6 +147,77 @@ def read_request(c, buf):
     return method, path, headers, body, buf
 
 
+def message_text(m):
+    """The text of a chat message, whether its content is a string or parts."""
+    content = m.get("content") if isinstance(m, dict) else None
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return " ".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return ""
+
+
+def script_step(ask):
+    """(rule, done) for a chat request under --model-script, or (None, False)."""
+    msgs = ask.get("messages") if isinstance(ask.get("messages"), list) else []
+    if not SCRIPT or not ask.get("tools"):
+        return None, False
+    last_user = max((i for i, m in enumerate(msgs)
+                     if isinstance(m, dict) and m.get("role") == "user"), default=-1)
+    if last_user < 0:
+        return None, False
+    text = message_text(msgs[last_user])
+    for rule in SCRIPT:
+        if rule.get("when", "") in text:
+            done = any(isinstance(m, dict) and m.get("role") == "tool" for m in msgs[last_user:])
+            return rule, done
+    return None, False
+
+
+def sse_send(c, events):
+    c.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+              b"Cache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n\r\n")
+    for e in events:
+        chunk = b"data: " + json.dumps(e).encode() + b"\n\n"
+        c.sendall(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+        time.sleep(0.02)
+    done = b"data: [DONE]\n\n"
+    c.sendall(b"%x\r\n%s\r\n0\r\n\r\n" % (len(done), done))
+
+
+def tool_call_answer(c, rule, name, now):
+    """A streamed assistant turn that calls rule's tool with its arguments."""
+    base = {"id": "chatcmpl-tool", "object": "chat.completion.chunk", "created": now,
+            "model": name}
+    call = {"index": 0, "id": "call_%d" % now, "type": "function",
+            "function": {"name": rule["tool"], "arguments": ""}}
+    args = json.dumps(rule.get("args", {}))
+    events = [
+        dict(base, choices=[{"index": 0, "delta": {"role": "assistant", "content": None,
+                                                   "tool_calls": [call]},
+                             "finish_reason": None}]),
+        dict(base, choices=[{"index": 0, "delta": {"tool_calls": [
+            {"index": 0, "function": {"arguments": args}}]}, "finish_reason": None}]),
+        dict(base, choices=[{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]),
+        dict(base, choices=[], usage={"prompt_tokens": 10, "completion_tokens": 5,
+                                      "total_tokens": 15}),
+    ]
+    sse_send(c, events)
+
+
+def origin_answer(c, method, path, body):
+    """The plain endpoints tools reach: GET /hello, POST /echo."""
+    if method == "GET" and path.split("?")[0] == "/hello":
+        out = b"hello\n"
+    elif method == "POST" and path.split("?")[0] == "/echo":
+        out = b"%d\n" % len(body)
+    else:
+        return False
+    c.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n\r\n"
+              % len(out) + out)
+    return True
+
+
 def model_answer(c, req):
     """The scripted model's answer to one request; returns False to close."""
     method, path, headers, body, _ = req
@@ -155,6 +237,16 @@ def model_answer(c, req):
         with LOCK, open(log, "a") as f:
             f.write(body.decode("utf-8", "replace").replace("\n", " ") + "\n")
     now = int(time.time())
+    rule, done = script_step(ask) if method == "POST" else (None, False)
+    if rule is not None and stream and not done:
+        note("model tool-call %s" % rule.get("tool"))
+        tool_call_answer(c, rule, name, now)
+        return True
+    if rule is not None:
+        reply = rule.get("reply", reply)
+    if origin_answer(c, method, path, body):
+        note("origin %s %s host=%s" % (method, path, headers.get("host", "")))
+        return True
     if method == "GET" and path.endswith("/models"):
         out = json.dumps({"object": "list", "data": [
             {"id": name, "object": "model", "created": now, "owned_by": "test"}]})
@@ -259,12 +351,16 @@ def main():
     ap.add_argument("--tls-key")
     ap.add_argument("--model-reply")
     ap.add_argument("--model-log")
+    ap.add_argument("--model-script")
     a = ap.parse_args()
-    global TLS, MODEL
+    global TLS, MODEL, SCRIPT
     if a.model_reply is not None:
         if not a.tls_cert:
             ap.error("--model-reply needs --tls-cert")
         MODEL = (a.model_reply, a.model_log)
+        if a.model_script:
+            with open(a.model_script) as f:
+                SCRIPT = json.load(f)
     tcp_ports = [53, 80, 853]
     if a.tls_cert:
         TLS = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)

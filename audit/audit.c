@@ -34,6 +34,9 @@ struct audit {
 #define AUDIT_F_REGULAR 0x2 /* a regular file: its cache released, fsync at close */
 #define AUDIT_F_TORN    0x4 /* the file ends inside a line: start the next with '\n' */
 	uint64_t seq;
+	uint64_t lines;           /* made since open */
+	uint64_t bytes;           /* written since open */
+	uint64_t write_errors;    /* failed or short writes */
 	char prev[CHAIN_HEX + 1]; /* the link of the last line */
 	struct chain *chain;
 	struct buf line;
@@ -614,14 +617,17 @@ audit_put(struct audit *a, const char *data, size_t len, size_t last_start)
 	while (n == -1 && errno == EINTR);
 	if (n == -1) {
 		log_warn("audit: cannot write line %" PRIu64, a->seq);
+		a->write_errors++;
 		return -1;
 	}
+	a->bytes += (uint64_t)n;
 	a->flags &= ~AUDIT_F_TORN;
 	if ((a->flags & AUDIT_F_REGULAR) && (a->cache_written += (size_t)n) >= AUDIT_CACHE_WINDOW)
 		audit_cache_release(a);
 	if ((size_t)n == len)
 		return 0;
 	log_warnx("audit: short write before line %" PRIu64 " (%zd of %zu bytes)", a->seq, n, len);
+	a->write_errors++;
 	if (n > 0 && data[n - 1] != '\n')
 		a->flags |= AUDIT_F_TORN;
 	if ((size_t)n > last_start) {
@@ -650,6 +656,7 @@ audit_write(struct audit *a, const struct audit_event *ev)
 		return -1;
 	}
 	a->seq++;
+	a->lines++;
 	/* Batched, the line is made in place after the pending ones. */
 	if (a->wakeup != NULL)
 		b = &a->pending;
@@ -705,6 +712,18 @@ audit_flush(struct audit *a)
 	rc = audit_put(a, a->pending.data, a->pending.len, start);
 	buf_reset(&a->pending);
 	return rc;
+}
+
+void
+audit_stats(const struct audit *a, struct audit_stats *st)
+{
+	memset(st, 0, sizeof *st);
+	if (a == NULL)
+		return;
+	st->seq = a->seq;
+	st->lines = a->lines;
+	st->bytes = a->bytes;
+	st->write_errors = a->write_errors;
 }
 
 /* Flush a regular file to disk and release the writer. */

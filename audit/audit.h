@@ -61,6 +61,14 @@ int audit_write(struct audit *, const struct audit_event *);
 void audit_set_batch(struct audit *, void (*)(void *), void *);
 int audit_flush(struct audit *);
 void audit_close(struct audit *);
+/* What the writer has done since it was opened, for status and metrics. */
+struct audit_stats {
+	uint64_t seq;          /* of the last line made */
+	uint64_t lines;        /* lines made */
+	uint64_t bytes;        /* bytes written */
+	uint64_t write_errors; /* writes that failed or landed short */
+};
+void audit_stats(const struct audit *, struct audit_stats *);
 
 /* chain.c */
 #define CHAIN_HEX 64                          /* a link: the SHA-256 of a line, in lowercase hex */

@@ -22,6 +22,7 @@
 #define LAUNCH_PROJECT_CONFIG "/workspace/.opencode-sandbox.yaml"
 #define LAUNCH_LOG_DIR        "/sandbox/logs" /* the image's mount point for the audit log */
 #define LAUNCH_AUDIT_FILE     "audit-events.jsonl"
+#define LAUNCH_CONTROL_SOCKET "egressd.sock" /* in the run directory: policyctl's default */
 #define LAUNCH_SYSTEM_CA      "/etc/ssl/certs/ca-certificates.system.crt" /* kept by the image */
 #define LAUNCH_MAX_ARGS       128
 
@@ -87,7 +88,8 @@ enum spawn_listener {
 	SPAWN_TRANSPARENT6,
 	SPAWN_DNS6,
 	SPAWN_DNS_TCP6,
-	SPAWN_NFLOG, /* not a listener: the netlink socket of NFT_LOG_GROUP */
+	SPAWN_NFLOG,   /* not a listener: the netlink socket of NFT_LOG_GROUP */
+	SPAWN_CONTROL, /* egressd's control socket (Unix), in the run directory */
 	SPAWN_NLISTENERS,
 };
 struct spawn_egressd {
@@ -104,6 +106,7 @@ const char *spawn_find_egressd(const char *, char *, size_t);
 int spawn_supports(const char *, const char *);
 int spawn_bind_listeners(struct spawn_egressd *, char *, size_t);
 int spawn_open_nflog(struct spawn_egressd *, uint16_t, char *, size_t);
+int spawn_open_control(struct spawn_egressd *, const char *, char *, size_t);
 void spawn_close_listeners(struct spawn_egressd *);
 void spawn_close_from(int);
 void spawn_listen_env(const struct spawn_egressd *, char *, size_t, char *, size_t);

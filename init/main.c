@@ -251,6 +251,7 @@ launch_arg(struct launcher *l, const char *a)
 static void
 launch_egressd_argv(struct launcher *l)
 {
+	char control[PATH_MAX];
 	size_t i;
 
 	launch_arg(l, "egressd");
@@ -298,8 +299,26 @@ launch_egressd_argv(struct launcher *l)
 		          "intercepted, and the payload's CA variables are not set");
 		l->ca_cert[0] = l->ca_bundle[0] = '\0';
 	}
+	/* policyctl in the payload asks this socket (bound in launch_setup). */
+	if (spawn_supports(l->egressd_path, "--control")) {
+		snprintf(control, sizeof control, "%s/%s", l->run_dir, LAUNCH_CONTROL_SOCKET);
+		launch_arg(l, "--control");
+		launch_arg(l, control);
+	}
 	for (i = 0; i < l->nextra_args; i++)
 		launch_arg(l, l->extra_args[i]);
+}
+
+/* The control socket egressd was told of (--control), or NULL. */
+static const char *
+launch_control_path(const struct launcher *l)
+{
+	int i;
+
+	for (i = 0; i + 1 < l->eg.argc; i++)
+		if (strcmp(l->eg.argv[i], "--control") == 0)
+			return l->eg.argv[i + 1];
+	return NULL;
 }
 
 /* The original resolvers, for egressd, minus our own listener. */
@@ -451,6 +470,12 @@ launch_setup(struct launcher *l)
 	         (unsigned)l->eg.proxy_port);
 	if (spawn_bind_listeners(&l->eg, err, sizeof err) == -1) {
 		fprintf(stderr, "sandbox-init: cannot bind egressd's %s\n", err);
+		return -1;
+	}
+	if (launch_control_path(l) != NULL &&
+	    spawn_open_control(&l->eg, launch_control_path(l), err, sizeof err) == -1) {
+		fprintf(stderr, "sandbox-init: cannot bind egressd's %s\n", err);
+		spawn_close_listeners(&l->eg);
 		return -1;
 	}
 	/*
@@ -697,9 +722,15 @@ launch_run(struct launcher *l)
 static void
 launch_free(struct launcher *l)
 {
+	const char *control;
+	struct stat st;
 	int i;
 	size_t j;
 
+	/* egressd is gone: its control socket would only mislead policyctl. */
+	if ((control = launch_control_path(l)) != NULL && lstat(control, &st) == 0 &&
+	    S_ISSOCK(st.st_mode))
+		(void)unlink(control);
 	for (i = 0; i < l->eg.argc; i++)
 		free(l->eg.argv[i]);
 	for (j = 0; j < l->nupstream; j++)

@@ -8,6 +8,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 
 #include <arpa/inet.h>
@@ -34,7 +35,7 @@
 #define SPAWN_HELP_TIMEOUT 5000
 
 static const char *spawn_names[SPAWN_NLISTENERS] = {
-    "proxy", "transparent", "dns", "dns-tcp", "transparent", "dns", "dns-tcp", "nflog",
+    "proxy", "transparent", "dns", "dns-tcp", "transparent", "dns", "dns-tcp", "nflog", "control",
 };
 
 /*
@@ -284,6 +285,45 @@ spawn_open_nflog(struct spawn_egressd *s, uint16_t group, char *err, size_t errl
 	return 0;
 fail:
 	snprintf(err, errlen, "NFLOG group %u: %s", (unsigned)group, strerror(errno));
+	if (fd != -1)
+		close(fd);
+	return -1;
+}
+
+/*
+ * egressd's control socket at path, bound here as root in the run
+ * directory, which only root may write: the payload can connect to it
+ * (mode 0666: it may ask why it was blocked) but never replace it. A
+ * socket left by an earlier run is removed; anything else at path is an
+ * error.
+ */
+int
+spawn_open_control(struct spawn_egressd *s, const char *path, char *err, size_t errlen)
+{
+	struct sockaddr_un sun;
+	struct stat st;
+	int fd = -1;
+
+	memset(&sun, 0, sizeof sun);
+	sun.sun_family = AF_UNIX;
+	if (strlen(path) >= sizeof sun.sun_path) {
+		errno = ENAMETOOLONG;
+		goto fail;
+	}
+	memcpy(sun.sun_path, path, strlen(path));
+	if (lstat(path, &st) == 0 && (!S_ISSOCK(st.st_mode) || unlink(path) == -1)) {
+		if (!S_ISSOCK(st.st_mode))
+			errno = EEXIST;
+		goto fail;
+	}
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1 ||
+	    bind(fd, (struct sockaddr *)&sun, sizeof sun) == -1 || chmod(path, 0666) == -1 ||
+	    listen(fd, 128) == -1)
+		goto fail;
+	s->fds[SPAWN_CONTROL] = fd;
+	return 0;
+fail:
+	snprintf(err, errlen, "control socket %s: %s", path, strerror(errno));
 	if (fd != -1)
 		close(fd);
 	return -1;

@@ -386,4 +386,23 @@ const char *policy_list_name(enum policy_list);
 void policy_request_header(struct policy_request *, const char *, size_t, const char *);
 const char *policy_mode_note(enum policy_mode);
 
+/* verdict.c: a decision as explain shows it, shared by policyctl and egressd */
+#define VERDICT_MAX_NOTES  8
+#define VERDICT_F_RESOLVED 0x1 /* the name's addresses were looked up and guarded */
+struct verdict {
+	const char *input; /* the host or URL as the user wrote it */
+	const struct url *url;
+	const struct policy_request *req;
+	struct decision d; /* the answer */
+	const char *notes[VERDICT_MAX_NOTES];
+	char store[VERDICT_MAX_NOTES][320];
+	size_t nnotes;
+};
+void verdict_decide(struct verdict *, const struct policy *, const char *, const struct url *,
+                    const struct policy_request *);
+void verdict_note(struct verdict *, const char *, ...) EG_PRINTF(2, 3);
+void verdict_notes(struct verdict *, const struct policy *, int);
+void verdict_json_decision(const struct decision *, struct buf *, int);
+void verdict_json(const struct verdict *, const struct policy *, struct buf *);
+
 #endif

@@ -2,13 +2,19 @@
  * `policyctl explain HOST|URL`: what the policy does with one request
  * (method, method-override and upgrade fields, a body from a file) and
  * which rule of which file decided, with notes that help a person read
- * the answer, as text or JSON. It decides with the one policy_decide()
- * call egressd makes.
+ * the answer, as text or JSON. The policy is the one DESIGN §4 names: the
+ * --config files when given; else the running egressd, asked over its
+ * control socket, whose answer also holds what its resolver finds for the
+ * name and the address guard's verdict on each address; else the embedded
+ * default. Either way the decision is policy_decide()'s and the object is
+ * verdict_json()'s, and the output says which policy answered.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <openssl/evp.h>
 
 #include "policyctl.h"
 
@@ -77,192 +83,219 @@ explain_read_body(const char *path, size_t max, size_t *len, int *truncated)
 }
 
 static const char *
-explain_action_word(enum policy_action a)
+explain_action_word(const char *action)
 {
-	switch (a) {
-	case ACTION_ALLOW:
+	if (strcmp(action, "allow") == 0)
 		return "allowed";
-	case ACTION_FLAG:
+	if (strcmp(action, "flag") == 0)
 		return "flagged";
-	case ACTION_BLOCK:
-		break;
-	}
 	return "blocked";
 }
 
-/* Notes that help a person read the answer; at most a handful. */
-static size_t
-explain_notes(const struct policy *p, const char *input, const struct url *u,
-              const struct decision *d, const char *notes[], char store[][320], size_t max)
+/* "rule (list, source)", as the matched rule and the guard's refusals are shown. */
+static void
+explain_print_rule(const json_t *d)
 {
-	struct domain_match m;
-	size_t n = 0;
+	const char *list = live_str(d, "list", NULL);
 
-	notes[n++] = policy_mode_note(policy_mode(p));
-	if (u->host.kind == HOST_ADDR && strstr(input, u->host.name) == NULL && n < max) {
-		snprintf(store[n], sizeof store[n],
-		         "the host is an IP address written in another form: %s", u->host.name);
-		notes[n] = store[n];
-		n++;
-	}
-	if (u->host.kind == HOST_NAME && d->action != ACTION_BLOCK && n < max) {
-		notes[n++] = "decided by the name as written; egressd also checks the address it "
-		             "resolves to (private addresses are blocked unless allowlisted)";
-	}
-	if (d->action != ACTION_BLOCK && policy_passthrough(p, &u->host, &m) && n < max) {
-		snprintf(store[n], sizeof store[n],
-		         "passthrough (%s): HTTPS to this host is tunnelled without interception, "
-		         "so methods inside TLS are not checked",
-		         m.pattern);
-		notes[n] = store[n];
-		n++;
-	}
-	if (d->ws_inspect && n < max)
-		notes[n++] =
-		    "WebSocket messages are inspected: egressd reads every client message "
-		    "and lets only GraphQL queries and subscriptions through; anything else "
-		    "closes the connection (code 4403) and is audited";
-	if (d->action == ACTION_FLAG && n < max)
-		notes[n++] = "flagged requests are let through and recorded in the audit log";
-	return n;
+	printf("%s (%s%s%s)", live_str(d, "rule", ""), list ? list : "", list ? ", " : "",
+	       live_str(d, "source", ""));
 }
 
 static void
-explain_print_text(const char *input, const struct url *u, const struct policy_request *req,
-                   const struct decision *d, const struct policy *p, const char *notes[],
-                   size_t nnotes)
+explain_print_method(const json_t *o)
 {
-	const char *list = policy_list_name(d->list);
+	const json_t *ov, *f;
 	size_t i;
 
-	printf("%s: %s\n", explain_action_word(d->action), u->host.name);
-	printf("matched rule: %s (%s%s%s)\n", d->rule, list ? list : "", list ? ", " : "",
-	       d->source);
-	printf("reason: %s\n", d->reason);
-	printf("method: %s", req->method);
-	for (i = 0; i < req->noverrides && i < POLICY_MAX_OVERRIDES; i++)
-		printf("%s%s: %s", i == 0 ? " (" : ", ", req->override_fields[i],
-		       req->overrides[i]);
-	printf("%s\n", req->noverrides > POLICY_MAX_OVERRIDES ? ", ...)"
-	               : req->noverrides > 0                  ? ")"
-	                                                      : "");
-	if (d->graphql_present)
-		printf("graphql: %s%s%s%s\n", graphql_op_name(d->gql.op), d->gql.name[0] ? " " : "",
-		       d->gql.name, d->gql.pure ? "" : " (in a request that is not GraphQL alone)");
-	printf("mode: %s\n", config_mode_name(policy_mode(p)));
-	for (i = 0; i < nnotes; i++)
-		printf("note: %s\n", notes[i]);
-	(void)input;
+	printf("method: %s", live_str(o, "method", ""));
+	ov = json_object_get(o, "overrides");
+	json_array_foreach(ov, i, f)
+	{
+		printf("%s%s: %s", i == 0 ? " (" : ", ", live_str(f, "field", ""),
+		       live_str(f, "method", ""));
+	}
+	printf("%s\n", json_is_true(json_object_get(o, "overrides_more")) ? ", ...)"
+	               : json_array_size(ov) > 0                          ? ")"
+	                                                                  : "");
 }
 
+/* Which policy answered, on the `policy:` line. */
 static void
-explain_print_json(const struct url *u, const struct policy_request *req, const struct decision *d,
-                   const struct policy *p, const char *notes[], size_t nnotes)
+explain_print_policy(const json_t *o)
 {
-	struct buf b;
+	const char *src = live_str(o, "policy_source", "");
+	const json_t *pol = json_object_get(o, "policy"), *files, *f;
 	size_t i;
 
-	buf_init(&b);
-	buf_addc(&b, '{');
-	policyctl_json_key(&b, "host", 1);
-	json_escape_str(&b, u->host.name);
-	policyctl_json_key(&b, "host_kind", 0);
-	json_escape_str(&b, u->host.kind == HOST_ADDR ? "address" : "name");
-	policyctl_json_key(&b, "action", 0);
-	json_escape_str(&b, policy_action_name(d->action));
-	policyctl_json_key(&b, "rule", 0);
-	json_escape_str(&b, d->rule);
-	policyctl_json_key(&b, "list", 0);
-	json_escape_str(&b, policy_list_name(d->list));
-	policyctl_json_key(&b, "source", 0);
-	json_escape_str(&b, d->source);
-	policyctl_json_key(&b, "mode", 0);
-	json_escape_str(&b, config_mode_name(policy_mode(p)));
-	policyctl_json_key(&b, "method", 0);
-	json_escape_str(&b, req->method);
-	policyctl_json_key(&b, "overrides", 0);
-	buf_addc(&b, '[');
-	for (i = 0; i < req->noverrides && i < POLICY_MAX_OVERRIDES; i++) {
-		buf_adds(&b, i > 0 ? ",{" : "{");
-		policyctl_json_key(&b, "field", 1);
-		json_escape_str(&b, req->override_fields[i]);
-		policyctl_json_key(&b, "method", 0);
-		json_escape_str(&b, req->overrides[i]);
-		buf_addc(&b, '}');
+	files = json_object_get(pol, "files");
+	if (strcmp(src, "egressd") == 0)
+		printf("policy: the running egressd (pid %lld, policy generation %lld, via %s): ",
+		       json_integer_value(json_object_get(pol, "pid")),
+		       json_integer_value(json_object_get(pol, "generation")),
+		       live_str(pol, "control", "its control socket"));
+	else if (strcmp(src, "config") == 0)
+		printf("policy: the files ");
+	else {
+		printf(
+		    "policy: the embedded default (no --config, and no egressd control socket at "
+		    "%s)\n",
+		    live_str(pol, "control", LIVE_DEFAULT_PATH));
+		return;
 	}
-	buf_addc(&b, ']');
-	policyctl_json_key(&b, "scheme", 0);
-	json_escape_str(&b, u->scheme[0] ? u->scheme : NULL);
-	policyctl_json_key(&b, "port", 0);
-	if (u->port != 0)
-		buf_printf(&b, "%u", u->port);
-	else
-		buf_adds(&b, "null");
-	policyctl_json_key(&b, "path", 0);
-	json_escape_str(&b, u->path);
-	policyctl_json_key(&b, "graphql", 0);
-	if (d->graphql_present) {
-		buf_addc(&b, '{');
-		policyctl_json_key(&b, "operation", 1);
-		json_escape_str(&b, graphql_op_name(d->gql.op));
-		policyctl_json_key(&b, "name", 0);
-		json_escape_str(&b, d->gql.name[0] ? d->gql.name : NULL);
-		policyctl_json_key(&b, "only", 0);
-		buf_adds(&b, d->gql.pure ? "true" : "false");
-		policyctl_json_key(&b, "not_only", 0);
-		json_escape_str(&b, d->gql.impure);
-		buf_addc(&b, '}');
-	} else
-		buf_adds(&b, "null");
-	policyctl_json_key(&b, "reason", 0);
-	json_escape_str(&b, d->reason);
-	policyctl_json_key(&b, "notes", 0);
-	buf_addc(&b, '[');
-	for (i = 0; i < nnotes; i++) {
-		if (i > 0)
-			buf_addc(&b, ',');
-		json_escape_str(&b, notes[i]);
+	if (json_array_size(files) == 0)
+		printf("the embedded default");
+	json_array_foreach(files, i, f)
+	{
+		printf("%s%s%s", i > 0 ? ", " : "", live_str(f, "path", ""),
+		       strcmp(live_str(f, "kind", ""), "project") == 0 ? " (project file)"
+		       : strcmp(live_str(f, "kind", ""), "list") == 0  ? " (list file)"
+		                                                       : "");
 	}
-	buf_adds(&b, "]}\n");
-	fputs(buf_cstr(&b), stdout);
-	buf_free(&b);
+	printf("\n");
 }
 
-int
-explain_run(struct policyctl *c, const char *input)
+/* What the running egressd's resolver found, and what the guard made of it. */
+static void
+explain_print_resolved(const json_t *o)
+{
+	const json_t *r = json_object_get(o, "resolved"), *by = json_object_get(o, "by_name");
+	const json_t *addrs, *a;
+	const char *status;
+	size_t i;
+
+	if (!json_is_object(r))
+		return;
+	status = live_str(r, "status", "");
+	addrs = json_object_get(r, "addresses");
+	if (strcmp(status, "ok") == 0) {
+		printf("resolved:");
+		json_array_foreach(addrs, i, a)
+		{
+			printf("%s %s ", i > 0 ? "," : "", live_str(a, "address", ""));
+			if (json_is_true(json_object_get(a, "allowed")))
+				printf("(allowed)");
+			else {
+				printf("(blocked: ");
+				explain_print_rule(a);
+				printf(")");
+			}
+		}
+		printf("\n");
+	} else if (strcmp(status, "no-such-name") == 0)
+		printf("resolved: no address (egressd's resolver: no such name)\n");
+	else if (strcmp(status, "failed") == 0)
+		printf("resolved: no address (egressd's resolver: no upstream answered)\n");
+	else if (strcmp(status, "timeout") == 0)
+		printf("resolved: no answer within egressd's connect timeout\n");
+	else if (strcmp(status, "cname-blocked") == 0)
+		printf("resolved: the CNAME chain leads to a blocked name\n");
+	if (json_is_object(by)) {
+		printf("by name: %s by ", explain_action_word(live_str(by, "action", "")));
+		explain_print_rule(by);
+		printf("; the addresses decided\n");
+	}
+}
+
+/* The answer for people, from the object `--json` prints. */
+static void
+explain_print_text(const json_t *o)
+{
+	const json_t *g = json_object_get(o, "graphql"), *notes, *n;
+	const char *name;
+	size_t i;
+
+	printf("%s: %s\n", explain_action_word(live_str(o, "action", "")), live_str(o, "host", ""));
+	printf("matched rule: ");
+	explain_print_rule(o);
+	printf("\nreason: %s\n", live_str(o, "reason", ""));
+	explain_print_method(o);
+	if (json_is_object(g)) {
+		name = live_str(g, "name", NULL);
+		printf("graphql: %s%s%s%s\n", live_str(g, "operation", ""), name ? " " : "",
+		       name ? name : "",
+		       json_is_true(json_object_get(g, "only"))
+		           ? ""
+		           : " (in a request that is not GraphQL alone)");
+	}
+	printf("mode: %s\n", live_str(o, "mode", ""));
+	explain_print_policy(o);
+	explain_print_resolved(o);
+	notes = json_object_get(o, "notes");
+	json_array_foreach(notes, i, n)
+	{
+		printf("note: %s\n", json_string_value(n));
+	}
+}
+
+/* Print an answer object: as it is for --json, else as text. */
+static int
+explain_print(const struct policyctl *c, const char *json)
+{
+	json_error_t jerr;
+	json_t *o;
+
+	if (c->json) {
+		printf("%s\n", json);
+		return 0;
+	}
+	if ((o = json_loads(json, 0, &jerr)) == NULL) {
+		fprintf(stderr, "policyctl: an answer that is not JSON: %s\n", jerr.text);
+		return EXIT_USAGE;
+	}
+	explain_print_text(o);
+	json_decref(o);
+	return 0;
+}
+
+/* The members that say where the policy came from, for files and the default. */
+static void
+explain_json_source(const struct policyctl *c, const char *control, struct buf *b)
+{
+	size_t i;
+
+	buf_adds(b, ",\"policy_source\":");
+	json_escape_str(b, c->nfiles > 0 ? "config" : "default");
+	buf_adds(b, ",\"policy\":{\"files\":[");
+	for (i = 0; i < c->nfiles; i++) {
+		buf_adds(b, i > 0 ? ",{\"path\":" : "{\"path\":");
+		json_escape_str(b, c->files[i].path);
+		buf_adds(b, ",\"kind\":");
+		json_escape_str(b,
+		                c->files[i].flags & CONFIG_FILE_UNTRUSTED ? "project" : "config");
+		buf_addc(b, '}');
+	}
+	buf_adds(b, "],\"control\":");
+	json_escape_str(b, c->nfiles > 0 ? NULL : control);
+	buf_adds(b, "},\"resolved\":null,\"by_name\":null");
+}
+
+/* explain from the --config files, or the embedded default without them. */
+static int
+explain_files(struct policyctl *c, const char *input, const struct url *u, const char *control)
 {
 	struct policy_request req;
-	struct decision d;
+	struct verdict v;
 	struct policy *p;
-	struct url u;
-	struct buf errs;
-	const char *err, *notes[8];
-	char store[8][320];
+	struct buf errs, b;
 	char *body = NULL;
-	size_t nnotes, i;
-	int rc = EXIT_USAGE;
+	size_t i;
+	int rc;
 
-	memset(&u, 0, sizeof u);
 	buf_init(&errs);
-	if (strlen(c->method) > 32 || !text_http_token(c->method, strlen(c->method))) {
-		fprintf(stderr, "policyctl: invalid method \"%s\"\n", c->method);
-		goto out;
-	}
-	if ((err = url_parse(input, &u)) != NULL) {
-		fprintf(stderr, "policyctl: %s: %s\n", input, err);
-		goto out;
-	}
 	if ((p = policyctl_load(c, &errs)) == NULL) {
 		policyctl_errors(buf_cstr(&errs));
-		goto out;
+		buf_free(&errs);
+		return EXIT_USAGE;
 	}
+	buf_free(&errs);
 	policyctl_ignored_warn(policy_config(p));
 	memset(&req, 0, sizeof req);
-	req.host = &u.host;
+	req.host = &u->host;
 	req.method = c->method;
 	/* A CONNECT names its port; without one, explain asks about HTTPS's. */
-	req.port = u.port != 0 ? u.port : strcmp(c->method, "CONNECT") == 0 ? 443 : 0;
-	req.query = u.query;
+	req.port = u->port != 0 ? u->port : strcmp(c->method, "CONNECT") == 0 ? 443 : 0;
+	req.query = u->query;
 	for (i = 0; i < c->nheaders; i++)
 		policy_request_header(&req, c->headers[i], strlen(c->headers[i]),
 		                      c->headers[i] + strlen(c->headers[i]) + 1);
@@ -271,24 +304,133 @@ explain_run(struct policyctl *c, const char *input)
 		                         &req.body_len, &req.body_truncated);
 		if (body == NULL) {
 			policy_unref(p);
-			goto out;
+			return EXIT_USAGE;
 		}
 		req.body = body;
 	}
 	/* Without --content-type the request has none, and is read as egressd reads it. */
 	req.content_type = c->content_type;
 
-	policy_decide(p, &req, &d);
-	nnotes = explain_notes(p, input, &u, &d, notes, store, EG_NELEM(notes));
-	if (c->json)
-		explain_print_json(&u, &req, &d, p, notes, nnotes);
-	else
-		explain_print_text(input, &u, &req, &d, p, notes, nnotes);
+	verdict_decide(&v, p, input, u, &req);
+	verdict_notes(&v, p, 0);
+	buf_init(&b);
+	buf_addc(&b, '{');
+	verdict_json(&v, p, &b);
+	explain_json_source(c, control, &b);
+	buf_addc(&b, '}');
+	rc = explain_print(c, buf_cstr(&b));
+	buf_free(&b);
 	policy_unref(p);
-	rc = 0;
-out:
 	free(body);
+	return rc;
+}
+
+/* The explain request line for egressd: the same fields, the body in base64. */
+static char *
+explain_live_request(struct policyctl *c, const char *input)
+{
+	json_t *req, *hs;
+	unsigned char *b64;
+	char *body, *line;
+	size_t i, len;
+	int truncated = 0;
+
+	req = json_pack("{s:s, s:s, s:s}", "cmd", "explain", "target", input, "method", c->method);
+	if (c->content_type != NULL)
+		json_object_set_new(req, "content_type", json_string(c->content_type));
+	if (c->nheaders > 0) {
+		hs = json_array();
+		for (i = 0; i < c->nheaders; i++)
+			json_array_append_new(
+			    hs, json_pack("{s:s, s:s}", "name", c->headers[i], "value",
+			                  c->headers[i] + strlen(c->headers[i]) + 1));
+		json_object_set_new(req, "headers", hs);
+	}
+	if (c->body_path != NULL) {
+		if ((body = explain_read_body(c->body_path, LIVE_MAX_BODY, &len, &truncated)) ==
+		    NULL) {
+			json_decref(req);
+			return NULL;
+		}
+		b64 = xmalloc((len + 2) / 3 * 4 + 1);
+		EVP_EncodeBlock(b64, (const unsigned char *)body, (int)len);
+		json_object_set_new(req, "body_base64", json_string((char *)b64));
+		if (truncated)
+			json_object_set_new(req, "body_truncated", json_true());
+		free(b64);
+		free(body);
+	}
+	line = json_dumps(req, JSON_COMPACT);
+	json_decref(req);
+	return line;
+}
+
+/* explain on the running egressd's live policy. */
+static int
+explain_live(struct policyctl *c, const char *input, const char *path)
+{
+	json_t *ans, *o;
+	char err[256], *req, *out;
+	int absent, rc = EXIT_USAGE;
+
+	if ((req = explain_live_request(c, input)) == NULL)
+		return EXIT_USAGE;
+	ans = live_ask(path, req, err, sizeof err, &absent);
+	free(req);
+	if (ans == NULL) {
+		fprintf(
+		    stderr,
+		    "policyctl: egressd's control socket %s does not answer (%s). Not answering "
+		    "from another policy: start egressd with --control %s, or pass --config FILE "
+		    "to explain from files\n",
+		    path, err, path);
+		return EXIT_USAGE;
+	}
+	if (!json_is_true(json_object_get(ans, "ok")) ||
+	    !json_is_object(o = json_object_get(ans, "explain"))) {
+		live_print_error(path, ans);
+		json_decref(ans);
+		return EXIT_USAGE;
+	}
+	if ((out = json_dumps(o, JSON_COMPACT)) != NULL) {
+		rc = explain_print(c, out);
+		free(out);
+	}
+	json_decref(ans);
+	return rc;
+}
+
+int
+explain_run(struct policyctl *c, const char *input)
+{
+	struct url u;
+	const char *err, *path;
+	int rc = EXIT_USAGE, named;
+
+	memset(&u, 0, sizeof u);
+	if (strlen(c->method) > 32 || !text_http_token(c->method, strlen(c->method))) {
+		fprintf(stderr, "policyctl: invalid method \"%s\"\n", c->method);
+		goto out;
+	}
+	if ((err = url_parse(input, &u)) != NULL) {
+		fprintf(stderr, "policyctl: %s: %s\n", input, err);
+		goto out;
+	}
+	if (c->nfiles > 0) {
+		rc = explain_files(c, input, &u, NULL);
+		goto out;
+	}
+	path = live_path(c, &named);
+	if (live_exists(path))
+		rc = explain_live(c, input, path);
+	else if (named)
+		fprintf(stderr,
+		        "policyctl: no egressd control socket at %s (is egressd running with "
+		        "--control %s?)\n",
+		        path, path);
+	else
+		rc = explain_files(c, input, &u, path);
+out:
 	url_free(&u);
-	buf_free(&errs);
 	return rc;
 }

@@ -1,12 +1,13 @@
 /*
  * policyctl: the policy seen from the command line. `explain` answers what
  * the policy does with one request and which rule of which file decided,
- * through the same policy_decide() call egressd makes (explain.c);
- * `check` validates configuration files and prints the effective result
- * (check.c); `audit` reviews an audit log (summary, filters, follow,
- * suggestions, the hash chain, an HTML page): its command line is
- * review_cmd.c, its work policyctl/review*.c. Here: main, the options
- * explain and check share, and loading the policy they name.
+ * through the same policy_decide() call egressd makes, from files or from
+ * the running egressd (explain.c, live.c); `status` and `reload` ask the
+ * running egressd (status.c); `check` validates configuration files and
+ * prints the effective result (check.c); `audit` reviews an audit log
+ * (summary, filters, follow, suggestions, the hash chain, an HTML page):
+ * its command line is review_cmd.c, its work policyctl/review*.c. Here:
+ * main, the options the commands share, and loading the policy they name.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -20,20 +21,29 @@ policyctl_usage(FILE *f)
 {
 	fprintf(f,
 	        "usage: policyctl explain [--config FILE]... [--project-config FILE]...\n"
-	        "                         [--method M] [--body FILE] [--content-type T]\n"
-	        "                         [--header 'NAME: VALUE']... [--json] HOST|URL\n"
+	        "                         [--control SOCKET] [--method M] [--body FILE]\n"
+	        "                         [--content-type T] [--header 'NAME: VALUE']... [--json]\n"
+	        "                         HOST|URL\n"
 	        "       policyctl check   [--config FILE]... [--project-config FILE]... [--json]\n"
+	        "       policyctl status  [--control SOCKET] [--json|--prometheus]\n"
+	        "       policyctl reload  [--control SOCKET]\n"
 	        "       policyctl audit   [--json] [--blocked] [--flagged] [--host GLOB]\n"
 	        "                         [--since TIME] [--until TIME] [--event TYPE]\n"
 	        "                         [--follow] [--suggest] [--verify] [--html FILE] [FILE]\n"
 	        "\n"
-	        "With no --config the embedded default policy is used. The first --config is\n"
-	        "the global file, later ones are project files merged over it. A\n"
-	        "--project-config file is one the sandboxed program can write: like egressd,\n"
-	        "policyctl takes from it only what tightens the files before it.\n"
+	        "explain answers from the --config files when given; else from the running\n"
+	        "egressd, asked over its control socket (--control, else $EGRESSD_CONTROL, else\n"
+	        "%s) with the addresses the name resolves to; else, when no\n"
+	        "socket is there, from the embedded default policy. Its `policy:` line says\n"
+	        "which. The first --config is the global file, later ones are project files\n"
+	        "merged over it. A --project-config file is one the sandboxed program can\n"
+	        "write: like egressd, policyctl takes from it only what tightens the files\n"
+	        "before it. status and reload ask the running egressd; reload is for root and\n"
+	        "egressd's own user.\n"
 	        "audit reads FILE, or stdin when FILE is - or absent (and stdin is not a\n"
 	        "terminal). TIME is RFC 3339 (2026-11-29T19:28:45Z), a date, or a\n"
-	        "duration ago (30s, 10m, 2h, 1d).\n");
+	        "duration ago (30s, 10m, 2h, 1d).\n",
+	        LIVE_DEFAULT_PATH);
 }
 
 static void
@@ -107,6 +117,30 @@ policyctl_json_key(struct buf *b, const char *key, int first)
 	buf_addc(b, ':');
 }
 
+enum policyctl_cmd {
+	POLICYCTL_EXPLAIN,
+	POLICYCTL_CHECK,
+	POLICYCTL_STATUS,
+	POLICYCTL_RELOAD,
+};
+
+/* Which options each command takes, by the option's character. */
+static int
+policyctl_takes(enum policyctl_cmd cmd, int ch)
+{
+	switch (cmd) {
+	case POLICYCTL_EXPLAIN:
+		return strchr("cPmbtHjC", ch) != NULL;
+	case POLICYCTL_CHECK:
+		return strchr("cPj", ch) != NULL;
+	case POLICYCTL_STATUS:
+		return strchr("jCp", ch) != NULL;
+	case POLICYCTL_RELOAD:
+		return ch == 'C';
+	}
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -118,35 +152,53 @@ main(int argc, char **argv)
 	    {"content-type", required_argument, NULL, 't'},
 	    {"header", required_argument, NULL, 'H'},
 	    {"json", no_argument, NULL, 'j'},
+	    {"control", required_argument, NULL, 'C'},
+	    {"prometheus", no_argument, NULL, 'p'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
+	static const char *const names[] = {
+	    [POLICYCTL_EXPLAIN] = "explain",
+	    [POLICYCTL_CHECK] = "check",
+	    [POLICYCTL_STATUS] = "status",
+	    [POLICYCTL_RELOAD] = "reload",
+	};
+	enum policyctl_cmd cmd;
 	struct policyctl c;
-	const char *cmd;
-	int ch, rc, explain;
+	size_t i;
+	int ch, rc;
 
 	log_init("policyctl", LOG_LVL_WARN);
 	if (argc < 2) {
 		policyctl_usage(stderr);
 		return EXIT_USAGE;
 	}
-	cmd = argv[1];
-	if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "help") == 0) {
+	if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 ||
+	    strcmp(argv[1], "help") == 0) {
 		policyctl_usage(stdout);
 		return 0;
 	}
-	if (strcmp(cmd, "audit") == 0)
+	if (strcmp(argv[1], "audit") == 0)
 		return review_cmd_run(argc, argv);
-	explain = strcmp(cmd, "explain") == 0;
-	if (!explain && strcmp(cmd, "check") != 0) {
-		fprintf(stderr, "policyctl: unknown command \"%s\"\n", cmd);
+	for (i = 0; i < EG_NELEM(names) && strcmp(argv[1], names[i]) != 0; i++)
+		;
+	if (i == EG_NELEM(names)) {
+		fprintf(stderr, "policyctl: unknown command \"%s\"\n", argv[1]);
 		policyctl_usage(stderr);
 		return EXIT_USAGE;
 	}
+	cmd = (enum policyctl_cmd)i;
 	memset(&c, 0, sizeof c);
 	c.method = "GET";
 	optind = 2;
 	while ((ch = getopt_long(argc, argv, "c:m:b:t:H:jh", opts, NULL)) != -1) {
+		if (ch == 'h') {
+			policyctl_usage(stdout);
+			policyctl_free(&c);
+			return 0;
+		}
+		if (!policyctl_takes(cmd, ch))
+			goto bad_usage;
 		switch (ch) {
 		case 'c':
 		case 'P':
@@ -155,47 +207,59 @@ main(int argc, char **argv)
 		case 'j':
 			c.json = 1;
 			break;
-		case 'h':
-			policyctl_usage(stdout);
-			policyctl_free(&c);
-			return 0;
+		case 'p':
+			c.prometheus = 1;
+			break;
+		case 'C':
+			c.control = optarg;
+			break;
 		case 'H':
-			if (!explain)
-				goto bad_usage;
 			if (explain_add_header(&c, optarg) == -1) {
 				policyctl_free(&c);
 				return EXIT_USAGE;
 			}
 			break;
 		case 'm':
+			c.method = optarg;
+			break;
 		case 'b':
+			c.body_path = optarg;
+			break;
 		case 't':
-			if (explain) {
-				if (ch == 'm')
-					c.method = optarg;
-				else if (ch == 'b')
-					c.body_path = optarg;
-				else
-					c.content_type = optarg;
-				break;
-			}
-			/* FALLTHROUGH */
-		default:
-		bad_usage:
-			policyctl_usage(stderr);
-			policyctl_free(&c);
-			return EXIT_USAGE;
+			c.content_type = optarg;
+			break;
 		}
 	}
-	if ((explain && optind != argc - 1) || (!explain && optind != argc)) {
-		fprintf(stderr, "policyctl: %s\n",
-		        explain ? "explain needs exactly one HOST or URL"
-		                : "check takes no operands");
-		policyctl_usage(stderr);
-		policyctl_free(&c);
-		return EXIT_USAGE;
+	if (c.json && c.prometheus) {
+		fprintf(stderr, "policyctl: status takes --json or --prometheus, not both\n");
+		goto bad_usage;
 	}
-	rc = explain ? explain_run(&c, argv[optind]) : check_run(&c);
+	if ((cmd == POLICYCTL_EXPLAIN && optind != argc - 1) ||
+	    (cmd != POLICYCTL_EXPLAIN && optind != argc)) {
+		if (cmd == POLICYCTL_EXPLAIN)
+			fprintf(stderr, "policyctl: explain needs exactly one HOST or URL\n");
+		else
+			fprintf(stderr, "policyctl: %s takes no operands\n", names[cmd]);
+		goto bad_usage;
+	}
+	switch (cmd) {
+	case POLICYCTL_EXPLAIN:
+		rc = explain_run(&c, argv[optind]);
+		break;
+	case POLICYCTL_CHECK:
+		rc = check_run(&c);
+		break;
+	case POLICYCTL_STATUS:
+		rc = status_run(&c);
+		break;
+	case POLICYCTL_RELOAD:
+		rc = status_reload(&c);
+		break;
+	}
 	policyctl_free(&c);
 	return rc;
+bad_usage:
+	policyctl_usage(stderr);
+	policyctl_free(&c);
+	return EXIT_USAGE;
 }

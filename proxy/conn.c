@@ -161,6 +161,13 @@ conn_audit(struct conn *c)
 		ev.graphql = &c->x->decision.gql;
 	ev.error = c->x->error;
 	audit_write(c->e->audit, &ev);
+	/* An exchange's kind is its metrics event (checked where conn_count_kinds is). */
+	if (c->x->decision.rule[0] != '\0') {
+		metrics_count(&c->e->m, (int)c->x->kind, c->x->decision.action, ev.bytes_up,
+		              ev.bytes_down);
+		if (c->x->decision.action == ACTION_BLOCK && ev.host != NULL)
+			metrics_blocked_note(&c->e->m, ev.host, &c->x->decision);
+	}
 }
 
 /*
@@ -188,6 +195,7 @@ conn_audit_tls(struct conn *c, const char *rule, const char *reason, const char 
 	ev.error = error;
 	ev.hint = hint;
 	audit_write(c->e->audit, &ev);
+	metrics_count(&c->e->m, METRICS_EV_TLS, ACTION_BLOCK, 0, 0);
 }
 
 /* Free the connections closed since the last time (e->ev_reap, or at the end). */
@@ -664,5 +672,31 @@ conn_close_all(struct egressd *e, const char *why)
 		if (c->x != NULL)
 			c->x->error = why;
 		conn_close(c, why);
+	}
+}
+
+_Static_assert((int)EXCHANGE_HTTP == METRICS_EV_HTTP &&
+                   (int)EXCHANGE_CONNECT == METRICS_EV_CONNECT &&
+                   (int)EXCHANGE_TCP == METRICS_EV_TCP,
+               "an exchange's kind is counted as its metrics event");
+
+/* The open connections by what they are doing now, for status and metrics. */
+void
+conn_count_kinds(struct egressd *e, uint64_t n[METRICS_CONN_COUNT])
+{
+	struct conn *c;
+
+	memset(n, 0, METRICS_CONN_COUNT * sizeof n[0]);
+	TAILQ_FOREACH(c, &e->conns, entry)
+	{
+		if (c->state == CONN_TUNNEL)
+			n[METRICS_CONN_TUNNEL]++;
+		else if (c->state == CONN_TLS_WAIT || c->state == CONN_HANDSHAKE ||
+		         c->state == CONN_PEEK)
+			n[METRICS_CONN_HANDSHAKE]++;
+		else if (c->flags & CONN_F_TLS)
+			n[METRICS_CONN_INTERCEPTED]++;
+		else
+			n[METRICS_CONN_HTTP]++;
 	}
 }

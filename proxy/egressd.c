@@ -7,6 +7,9 @@
  * of events are written together. main.c reads the command line and sets
  * up the listeners, the resolver and TLS on the context.
  */
+#include <sys/stat.h>
+
+#include <ctype.h>
 #include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
@@ -131,45 +134,140 @@ egressd_audit_daemon(struct egressd *e, const char *reason, const char *error)
 	audit_write(e->audit, &ev);
 }
 
+/* What the policy p was loaded from, with each file's mtime, for status. */
+static void
+egressd_sources_set(struct egressd *e, const struct policy *p)
+{
+	const struct config *cfg = policy_config(p);
+	struct egressd_source *src;
+	struct stat st;
+	size_t i, n = 0;
+
+	for (i = 0; i < e->nsources; i++)
+		free(e->sources[i].path);
+	free(e->sources);
+	e->sources = xcalloc(cfg->nfiles + cfg->blocklist_files.n + 1, sizeof *e->sources);
+	for (i = 0; i < cfg->nfiles + cfg->blocklist_files.n; i++) {
+		src = &e->sources[n++];
+		if (i < cfg->nfiles) {
+			src->path = xstrdup(cfg->files[i]);
+			src->kind = cfg->untrusted[i] ? "project" : "config";
+		} else {
+			src->path = xstrdup(cfg->blocklist_files.items[i - cfg->nfiles].value);
+			src->kind = "list";
+		}
+		if (stat(src->path, &st) == 0)
+			src->mtime = st.st_mtim;
+		else
+			src->missing = 1;
+	}
+	e->nsources = n;
+	clock_gettime(CLOCK_REALTIME, &e->loaded);
+}
+
+/*
+ * Load the configuration files again and swap the new policy in, or keep
+ * the old one and say why (errs gets the errors); audited either way.
+ * SIGHUP and the control socket's reload both come here. 0: reloaded.
+ */
+int
+egressd_reload(struct egressd *e, struct buf *errs)
+{
+	struct audit_event ev;
+	struct config *cfg;
+	struct policy *p = NULL;
+
+	if ((cfg = config_load_files(e->files, e->nfiles, errs)) != NULL)
+		p = policy_new(cfg, errs);
+	audit_event_init(&ev);
+	ev.event = "policy";
+	ev.rule = "policy.reload";
+	if (p == NULL) {
+		log_warnx("reload failed, keeping the current policy:\n%s", buf_cstr(errs));
+		ev.action = "block";
+		ev.reason = "reload failed; the previous policy stays in force";
+		ev.error = buf_cstr(errs);
+		ev.mode = config_mode_name(policy_mode(e->policy));
+		e->m.reloads[1]++;
+	} else {
+		/* Connections keep the snapshot they started with. */
+		policy_unref(e->policy);
+		e->policy = p;
+		if (e->resolver != NULL)
+			resolver_set_policy(e->resolver, p);
+		e->generation++;
+		egressd_sources_set(e, p);
+		log_info("policy reloaded (mode %s)", config_mode_name(policy_mode(p)));
+		ev.action = "allow";
+		ev.reason = "policy reloaded";
+		ev.mode = config_mode_name(policy_mode(p));
+		e->m.reloads[0]++;
+	}
+	audit_write(e->audit, &ev);
+	if (p == NULL)
+		return -1;
+	/* A project file edited since the start is held to the same rule. */
+	egressd_ignored_warn(policy_config(p));
+	egressd_ignored_audit(e, policy_config(p));
+	return 0;
+}
+
 /* SIGHUP: swap in a new policy, or keep the old one and say why. */
 static void
 egressd_reload_cb(evutil_socket_t sig, short what, void *arg)
 {
 	struct egressd *e = arg;
-	struct audit_event ev;
-	struct config *cfg;
-	struct policy *p = NULL;
 	struct buf errs;
 
 	buf_init(&errs);
-	if ((cfg = config_load_files(e->files, e->nfiles, &errs)) != NULL)
-		p = policy_new(cfg, &errs);
-	audit_event_init(&ev);
-	ev.event = "policy";
-	ev.rule = "policy.reload";
-	if (p == NULL) {
-		log_warnx("reload failed, keeping the current policy:\n%s", buf_cstr(&errs));
-		ev.action = "block";
-		ev.reason = "reload failed; the previous policy stays in force";
-		ev.error = buf_cstr(&errs);
-		ev.mode = config_mode_name(policy_mode(e->policy));
-	} else {
-		/* Connections keep the snapshot they started with. */
-		policy_unref(e->policy);
-		e->policy = p;
-		resolver_set_policy(e->resolver, p);
-		log_info("policy reloaded (mode %s)", config_mode_name(policy_mode(p)));
-		ev.action = "allow";
-		ev.reason = "policy reloaded";
-		ev.mode = config_mode_name(policy_mode(p));
-	}
-	audit_write(e->audit, &ev);
-	if (p != NULL) {
-		/* A project file edited since the start is held to the same rule. */
-		egressd_ignored_warn(policy_config(p));
-		egressd_ignored_audit(e, policy_config(p));
-	}
+	(void)egressd_reload(e, &errs);
 	buf_free(&errs);
+}
+
+/* A path as one shell word: as it is when it is plain, else single-quoted. */
+static int
+egressd_shell_word(struct buf *b, const char *s)
+{
+	const char *p;
+
+	if (*s == '\0' || strchr(s, '\'') != NULL || !http_visible(s))
+		return -1;
+	for (p = s; *p != '\0'; p++)
+		if (!(isalnum((unsigned char)*p) || strchr("/._-+,:=@%", *p) != NULL))
+			break;
+	if (*p == '\0')
+		buf_adds(b, s);
+	else
+		buf_printf(b, "'%s'", s);
+	return 0;
+}
+
+/*
+ * What the policyctl explain command a 403 names takes after the host, so
+ * that it answers as this egressd does: its control socket (control,
+ * unless NULL; none for the image's socket, where policyctl looks by
+ * itself), else the files it was started with.
+ */
+void
+egressd_explain_cmd(struct egressd *e, const char *control)
+{
+	struct buf b;
+	size_t i;
+
+	buf_init(&b);
+	if (control != NULL && strcmp(control, CONTROL_DEFAULT_PATH) != 0) {
+		buf_adds(&b, " --control ");
+		if (egressd_shell_word(&b, control) == -1)
+			buf_adds(&b, "SOCKET");
+	}
+	for (i = 0; control == NULL && i < e->nfiles; i++) {
+		buf_adds(&b, e->files[i].flags & CONFIG_FILE_UNTRUSTED ? " --project-config "
+		                                                       : " --config ");
+		if (egressd_shell_word(&b, e->files[i].path) == -1)
+			buf_adds(&b, "FILE");
+	}
+	free(e->explain_cmd);
+	e->explain_cmd = buf_release(&b);
 }
 
 static void
@@ -321,7 +419,12 @@ egressd_new(const struct egressd_conf *conf)
 	e->nfiles = conf->nfiles;
 	e->lim = conf->lim;
 	e->http = conf->http;
+	e->audit_path = xstrdup(conf->audit_path != NULL ? conf->audit_path : "-");
 	e->conn_gone = egressd_conn_gone;
+	e->generation = 1;
+	clock_gettime(CLOCK_REALTIME, &e->started);
+	egressd_sources_set(e, e->policy);
+	egressd_explain_cmd(e, NULL);
 	TAILQ_INIT(&e->conns);
 	e->pool = upstream_pool_new(e);
 	conn_engine_init(e);
@@ -372,9 +475,13 @@ egressd_event_free(struct event *ev)
 void
 egressd_free(struct egressd *e)
 {
+	size_t i;
+
 	if (e == NULL)
 		return;
 	conn_close_all(e, "shutdown");
+	control_free(e->control);
+	metrics_http_free(e->scrape);
 	listener_free(e->proxy_lst);
 	listener_free(e->transparent_lst[0]);
 	listener_free(e->transparent_lst[1]);
@@ -394,5 +501,11 @@ egressd_free(struct egressd *e)
 	policy_unref(e->policy);
 	tls_free(e->tls);
 	event_base_free(e->base);
+	for (i = 0; i < e->nsources; i++)
+		free(e->sources[i].path);
+	free(e->sources);
+	free(e->explain_cmd);
+	free(e->audit_path);
+	metrics_free(&e->m);
 	free(e);
 }

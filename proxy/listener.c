@@ -29,6 +29,7 @@ static const struct {
     [LISTENER_TRANSPARENT] = {"transparent", "the connections redirected to it come from this "
                                              "host alone"},
     [LISTENER_DNS] = {"dns", "an open resolver answers anyone"},
+    [LISTENER_METRICS] = {"metrics", "anyone who can reach it learns what the sandbox does"},
 };
 
 struct listener {
@@ -96,6 +97,7 @@ listener_accept_cb(struct evconnlistener *lev, evutil_socket_t fd, struct sockad
 	}
 	if (!l->nodelay)
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &(int){1}, sizeof(int));
+	e->m.accepted[l->transparent]++;
 	if (l->transparent)
 		transparent_accept(e, fd, sa);
 	else

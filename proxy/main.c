@@ -48,6 +48,8 @@ enum main_opt {
 	OPT_UPSTREAM_CA,
 	OPT_SYSTEM_CA,
 	OPT_TRANSPARENT,
+	OPT_CONTROL,
+	OPT_METRICS,
 };
 
 static const struct option main_longopts[] = {
@@ -74,6 +76,8 @@ static const struct option main_longopts[] = {
     {"upstream-ca", required_argument, NULL, OPT_UPSTREAM_CA},
     {"transparent", required_argument, NULL, OPT_TRANSPARENT},
     {"system-ca", required_argument, NULL, OPT_SYSTEM_CA},
+    {"control", required_argument, NULL, OPT_CONTROL},
+    {"metrics", required_argument, NULL, OPT_METRICS},
     {"verbose", no_argument, NULL, OPT_VERBOSE},
     {"help", no_argument, NULL, OPT_HELP},
     {NULL, 0, NULL, 0},
@@ -95,6 +99,8 @@ struct main_opts {
 	const char *transparent[2];
 	int ntransparent;
 	int no_banners;
+	const char *control; /* --control PATH */
+	const char *metrics; /* --metrics ADDR:PORT */
 };
 
 static void
@@ -108,6 +114,7 @@ main_usage(FILE *f)
 	    "               [--upstream-dns ADDR[:PORT]]... [--ready-fd N] [--check]\n"
 	    "               [--ca-out FILE] [--ca-bundle-out FILE] [--ca-cert FILE --ca-key FILE]\n"
 	    "               [--upstream-ca FILE] [--system-ca FILE]\n"
+	    "               [--control PATH] [--metrics ADDR:PORT]\n"
 	    "               [--allow-non-loopback] [--max-conns N] [--header-timeout S]\n"
 	    "               [--idle-timeout S] [--connect-timeout S] [--response-timeout S]\n"
 	    "               [--grace S] [--no-banners] [-v]\n");
@@ -195,6 +202,12 @@ main_opt(struct main_opts *o, int opt)
 		return 0;
 	case OPT_DNS:
 		o->dns = optarg;
+		return 0;
+	case OPT_CONTROL:
+		o->control = optarg;
+		return 0;
+	case OPT_METRICS:
+		o->metrics = optarg;
 		return 0;
 	case OPT_UPSTREAM_DNS:
 		o->upstream_dns =
@@ -430,6 +443,73 @@ main_nflog(struct egressd *e)
 	log_debug("dropped packets are audited (NFLOG fd %d)", fd);
 }
 
+/*
+ * The control socket (--control PATH): inherited from the launcher under
+ * the name "control" (sandbox-init binds it as root, in a directory the
+ * payload cannot write), else bound here at PATH.
+ */
+static int
+main_control(struct egressd *e, struct main_opts *o)
+{
+	char err[256];
+	int fd, owned = 0;
+	socklen_t len;
+	int v;
+
+	if ((fd = sock_inherited("control", SOCK_STREAM, 0)) >= 0) {
+		len = sizeof v;
+		if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &v, &len) == -1 || v != AF_UNIX) {
+			fprintf(stderr,
+			        "egressd: the inherited control socket is not a Unix socket\n");
+			close(fd);
+			return -1;
+		}
+		if (o->control == NULL)
+			o->control = CONTROL_DEFAULT_PATH;
+	} else if (o->control == NULL) {
+		return 0;
+	} else if ((fd = control_bind(o->control, err, sizeof err)) == -1) {
+		fprintf(stderr, "egressd: --control %s: %s\n", o->control, err);
+		return -1;
+	} else
+		owned = 1;
+	if ((e->control = control_new(e, fd, o->control, owned)) == NULL)
+		return -1;
+	egressd_explain_cmd(e, o->control);
+	if (!o->no_banners)
+		fprintf(stderr,
+		        "egressd: control socket on %s (policyctl explain, status, reload)\n",
+		        o->control);
+	return 0;
+}
+
+/* GET /metrics (--metrics ADDR:PORT), on loopback unless --allow-non-loopback. */
+static int
+main_metrics(struct egressd *e, struct main_opts *o)
+{
+	char err[256], shown[64];
+	int fd;
+
+	if ((fd = sock_inherited("metrics", SOCK_STREAM, 0)) < 0) {
+		if (o->metrics == NULL)
+			return 0;
+		if ((fd = listener_bind(o->metrics, LISTENER_METRICS, o->allow_non_loopback, err,
+		                        sizeof err)) == -1) {
+			fprintf(stderr, "egressd: --metrics %s: %s\n", o->metrics, err);
+			return -1;
+		}
+	}
+	if (main_private(o, fd, LISTENER_METRICS) == -1) {
+		close(fd);
+		return -1;
+	}
+	sock_local_text(fd, shown, sizeof shown);
+	if ((e->scrape = metrics_http_new(e, fd)) == NULL)
+		return -1;
+	fprintf(stderr, "egressd: metrics on http://%s/metrics\n", shown);
+	return 0;
+}
+
 /* Bind the proxy listener, or take the one the launcher passed down. */
 static int
 main_listen(struct egressd *e, struct main_opts *o, char *shown, size_t len)
@@ -460,7 +540,9 @@ main_listen(struct egressd *e, struct main_opts *o, char *shown, size_t len)
 	if ((e->proxy_lst = listener_new(e, fd, LISTENER_PROXY)) == NULL)
 		return -1;
 	main_nflog(e);
-	return main_listen_transparent(e, o);
+	if (main_listen_transparent(e, o) == -1 || main_control(e, o) == -1)
+		return -1;
+	return main_metrics(e, o);
 }
 
 static void
@@ -474,7 +556,7 @@ main_ready(struct main_opts *o)
 }
 
 static struct audit *
-main_open_audit(const struct main_opts *o)
+main_open_audit(struct main_opts *o)
 {
 	const char *path = o->audit;
 	struct audit *a;
@@ -484,6 +566,7 @@ main_open_audit(const struct main_opts *o)
 		path = policy_config(o->conf.policy)->audit_path;
 	if (path == NULL)
 		path = "-";
+	o->conf.audit_path = path;
 	if ((a = audit_open(path, err, sizeof err)) == NULL)
 		fprintf(stderr, "egressd: audit: %s\n", err);
 	return a;

@@ -325,6 +325,7 @@ nflog_audit(struct nflog *l, const struct nflog_packet *pkt)
 	ev.proto = nflog_proto_name(pkt, num, sizeof num);
 	ev.uid = pkt->uid;
 	audit_write(l->e->audit, &ev);
+	l->e->m.packets_dropped++;
 }
 
 static void

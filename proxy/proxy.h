@@ -20,10 +20,12 @@
 
 struct audit;
 struct conn;
+struct control;
 struct event;
 struct event_base;
 struct evbuffer;
 struct listener;
+struct metrics_http;
 struct nflog;
 struct resolver;
 struct tls;
@@ -42,6 +44,47 @@ struct egressd_limits {
 	unsigned pool_max_total;      /* idle upstreams kept in all */
 };
 
+/*
+ * metrics.c: what egressd counts, kept in the runtime as plain integers
+ * (one event loop: no locks, and an increment costs what an add costs),
+ * counted where the audit events are written. Label sets are bounded:
+ * no host names; the hosts blocked most are kept apart, in a small table.
+ */
+enum metrics_event {
+	METRICS_EV_HTTP,    /* the audit's http events */
+	METRICS_EV_CONNECT, /* connect */
+	METRICS_EV_TCP,     /* tcp */
+	METRICS_EV_TLS,     /* tls: a handshake refused or failed */
+	METRICS_EV_COUNT,
+};
+enum metrics_conn {
+	METRICS_CONN_HTTP,        /* plain HTTP requests, or waiting for one */
+	METRICS_CONN_INTERCEPTED, /* TLS with the client, requests inside decided */
+	METRICS_CONN_TUNNEL,      /* bytes relayed both ways */
+	METRICS_CONN_HANDSHAKE,   /* a CONNECT's answer, a TLS handshake or a first peek */
+	METRICS_CONN_COUNT,
+};
+#define METRICS_BLOCKED_MAX 64 /* hosts kept for the top blocked list */
+struct metrics_blocked {
+	uint64_t hash; /* of host; 0: a free slot */
+	uint64_t count;
+	char host[HOST_NAME_MAXLEN + 1];
+	char rule[HOST_NAME_MAXLEN + 32]; /* the rule of the last block */
+	enum policy_list list;
+	char source[512];
+};
+struct metrics {
+	uint64_t requests[METRICS_EV_COUNT][3]; /* by event and enum policy_action */
+	uint64_t bytes_up;                      /* request bodies sent on, tunnels' bytes up */
+	uint64_t bytes_down;
+	uint64_t accepted[2]; /* client connections: proxy, transparent listener */
+	uint64_t packets_dropped;
+	uint64_t reloads[2]; /* the policy reloaded, or a reload failed */
+	uint64_t control_requests;
+	uint64_t control_errors;
+	struct metrics_blocked *blocked; /* METRICS_BLOCKED_MAX, made with the first block */
+};
+
 /* What a runtime is made from; egressd_conf_init fills in the defaults. */
 struct egressd_conf {
 	struct policy *policy;           /* the first snapshot: egressd takes this reference */
@@ -50,6 +93,15 @@ struct egressd_conf {
 	size_t nfiles;
 	struct egressd_limits lim;
 	struct http_limits http;
+	const char *audit_path; /* what status shows; "-" for stdout */
+};
+
+/* A file the policy was loaded from, as status shows it. */
+struct egressd_source {
+	char *path;
+	const char *kind; /* "config", "project" (a --project-config) or "list" */
+	struct timespec mtime;
+	int missing; /* it could not be stat()ed when the policy was loaded */
 };
 
 struct egressd {
@@ -85,11 +137,114 @@ struct egressd {
 	struct evbuffer *scratch; /* bytes on their way to a side, within one call */
 	struct slab xslab;        /* struct exchange */
 	int draining;
+	struct metrics m;
+	struct control *control;        /* --control: the Unix socket; NULL: none */
+	struct metrics_http *scrape;    /* --metrics: GET /metrics; NULL: none */
+	struct timespec started;        /* wall clock at egressd_new */
+	struct timespec loaded;         /* when the current policy was loaded */
+	uint64_t generation;            /* of the policy: 1 at start, one more each reload */
+	struct egressd_source *sources; /* what the current policy was loaded from */
+	size_t nsources;
+	char *audit_path;
+	char *explain_cmd; /* what the explain command a 403 names takes after the host */
 };
+
+/* metrics.c */
+/* Count one audited exchange; kind is enum metrics_event. */
+static inline void
+metrics_count(struct metrics *m, int kind, enum policy_action action, int64_t up, int64_t down)
+{
+	m->requests[kind][action]++;
+	if (up > 0)
+		m->bytes_up += (uint64_t)up;
+	if (down > 0)
+		m->bytes_down += (uint64_t)down;
+}
+void metrics_blocked_note(struct metrics *, const char *, const struct decision *);
+size_t metrics_blocked_top(const struct metrics *, const struct metrics_blocked **, size_t);
+void metrics_free(struct metrics *);
+/* Everything the exposition shows, gathered at once (metrics_gather). */
+struct metrics_snapshot {
+	const struct metrics *m;
+	const char *version;
+	double start_time; /* seconds since the epoch */
+	double policy_loaded;
+	uint64_t generation;
+	const char *mode;
+	uint64_t dns[3][2]; /* client queries by enum policy_action and cached */
+	uint64_t dns_cache_entries;
+	uint64_t dns_cache_bytes;
+	uint64_t open[METRICS_CONN_COUNT];
+	uint64_t pool_idle;
+	int has_ca;
+	double ca_not_after;
+	uint64_t leaves_minted;
+	uint64_t leaves_cached;
+	uint64_t audit_lines;
+	uint64_t audit_bytes;
+	uint64_t audit_errors;
+	uint64_t control_clients;
+};
+void metrics_gather(struct egressd *, struct metrics_snapshot *);
+void metrics_format(const struct metrics_snapshot *, struct buf *);
+const char *metrics_event_name(int);
+const char *metrics_conn_name(int);
+struct metrics_http *metrics_http_new(struct egressd *, int);
+void metrics_http_free(struct metrics_http *);
+
+/* control.c: the control socket */
+#define CONTROL_MAX_REQUEST  (2 * 1024 * 1024) /* one request line, newline included */
+#define CONTROL_MAX_BODY     (1024 * 1024)     /* explain's body, decoded */
+#define CONTROL_MAX_HEADERS  32
+#define CONTROL_MAX_CLIENTS  64                /* connected at once; more are told "busy" */
+#define CONTROL_MAX_BUFFERED (8 * 1024 * 1024) /* request bytes held for all clients */
+#define CONTROL_REQUEST_SECS 5                 /* to send a whole request line */
+#define CONTROL_DEFAULT_PATH "/run/opencode-sandbox/egressd.sock"
+enum control_cmd {
+	CONTROL_EXPLAIN,
+	CONTROL_STATUS,
+	CONTROL_METRICS,
+	CONTROL_RELOAD,
+};
+/* A parsed request; its strings live in root (a jansson value) or body. */
+struct control_request {
+	enum control_cmd cmd;
+	void *root;
+	const char *target;       /* explain: HOST or URL */
+	const char *method;       /* explain: default GET */
+	const char *content_type; /* explain: NULL when absent */
+	const char *header_names[CONTROL_MAX_HEADERS];
+	const char *header_values[CONTROL_MAX_HEADERS];
+	size_t nheaders;
+	char *body; /* explain: decoded, NUL-terminated; NULL when absent */
+	size_t body_len;
+	int body_truncated; /* the client cut the body */
+	char error[192];    /* why control_request_parse refused it */
+};
+const char *control_request_parse(const char *, size_t, struct control_request *);
+void control_request_free(struct control_request *);
+struct control *control_new(struct egressd *, int, const char *, int);
+void control_free(struct control *);
+unsigned control_clients(const struct control *);
+const char *control_path(const struct control *);
+int control_bind(const char *, char *, size_t);
+
+/* dryrun.c: explain on the live policy */
+struct dryrun;
+/* The answer's JSON object (without "ok"), or NULL with err; valid during the call. */
+typedef void (*dryrun_cb)(void *, const char *, size_t, const char *);
+struct dryrun *dryrun_start(struct egressd *, struct control_request *, dryrun_cb, void *);
+void dryrun_cancel(struct dryrun *);
+
+/* status.c */
+void status_json(struct egressd *, struct buf *);
+void status_policy_json(struct egressd *, struct buf *);
 
 /* egressd.c */
 void egressd_conf_init(struct egressd_conf *);
 struct policy *egressd_policy_load(const struct config_file *, size_t);
+int egressd_reload(struct egressd *, struct buf *);
+void egressd_explain_cmd(struct egressd *, const char *);
 struct egressd *egressd_new(const struct egressd_conf *);
 void egressd_free(struct egressd *);
 int egressd_start(struct egressd *);
@@ -100,6 +255,7 @@ enum listener_kind {
 	LISTENER_PROXY,       /* the explicit proxy */
 	LISTENER_TRANSPARENT, /* connections the sandbox's rules redirect */
 	LISTENER_DNS,         /* the resolver's (bound by resolver/) */
+	LISTENER_METRICS,     /* --metrics: GET /metrics */
 };
 struct listener *listener_new(struct egressd *, int, enum listener_kind);
 void listener_free(struct listener *);
@@ -142,5 +298,6 @@ void transparent_accept(struct egressd *, int, const struct sockaddr *);
 void conn_drain_idle(struct egressd *);
 void conn_trim_idle(struct egressd *);
 void conn_close_all(struct egressd *, const char *);
+void conn_count_kinds(struct egressd *, uint64_t[METRICS_CONN_COUNT]);
 
 #endif

@@ -2,7 +2,8 @@
  * egressd's own answers to a client: a short plain-text response, an error
  * that ends the connection (400, 502, 504, ...), and the 403 of a policy
  * block, which names the rule, its source and the policyctl command that
- * explains it, each audited with the exchange; and the interim answers it
+ * explains it (the one that answers as this egressd does: egressd_explain_cmd),
+ * each audited with the exchange; and the interim answers it
  * gives itself: 200 to a CONNECT, 100 Continue.
  */
 #include <sys/socket.h>
@@ -118,7 +119,7 @@ respond_block(struct conn *c)
 {
 	const struct decision *d = &c->x->decision;
 	const char *list = policy_list_name(d->list);
-	char body[2048];
+	char body[4096];
 	struct buf hint;
 	int keep, body_flag;
 
@@ -135,9 +136,9 @@ respond_block(struct conn *c)
 	snprintf(body, sizeof body,
 	         "Blocked by the egress policy.\n"
 	         "host: %s\nrule: %s (%s%s%s)\nreason: %s\n"
-	         "To see why: policyctl explain %s\n%s",
+	         "To see why: policyctl explain %s%s\n%s",
 	         c->x->host.name, d->rule, list ? list : "", list ? ", " : "", d->source, d->reason,
-	         buf_cstr(&hint) + (buf_cstr(&hint)[0] == ' '),
+	         buf_cstr(&hint) + (buf_cstr(&hint)[0] == ' '), c->e->explain_cmd,
 	         body_flag ? "(FILE: a file holding the request body)\n" : "");
 	buf_free(&hint);
 	/* Keep the connection only when no request body is left unread. */

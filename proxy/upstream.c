@@ -611,3 +611,10 @@ upstream_strerror(int err)
 	}
 	return "ok";
 }
+
+/* Idle connections kept for reuse, for status and metrics. */
+unsigned
+upstream_pool_idle(const struct upstream_pool *pool)
+{
+	return pool->nidle;
+}

@@ -70,6 +70,7 @@ void upstream_pool_set_connect(struct upstream_pool *, upstream_connect_fn, void
 void upstream_pool_free(struct upstream_pool *);
 void upstream_pool_flush(struct upstream_pool *);
 void upstream_pool_trim(struct upstream_pool *);
+unsigned upstream_pool_idle(const struct upstream_pool *);
 #define UPSTREAM_F_FRESH 0x1 /* a new connection, not one from the pool */
 #define UPSTREAM_F_TLS   0x2 /* TLS to the upstream (intercepted requests) */
 struct upstream_job *upstream_get(struct egressd *, struct policy *, const struct host *, uint16_t,

@@ -176,6 +176,12 @@ dns_cache_count(const struct dns_cache *c)
 	return c->count;
 }
 
+size_t
+dns_cache_bytes(const struct dns_cache *c)
+{
+	return c->bytes;
+}
+
 static struct dns_cache_entry *
 dns_cache_find(struct dns_cache *c, const uint8_t *key, size_t key_len, uint64_t h)
 {

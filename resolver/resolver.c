@@ -202,7 +202,18 @@ resolver_strerror(int err)
 	return "blocked by the CNAME chain";
 }
 
-/* One dns audit event; rcode < 0 when nothing was sent back. */
+void
+resolver_stats(const struct resolver *r, struct resolver_stats *st)
+{
+	memcpy(st->queries, r->queries, sizeof st->queries);
+	st->cache_entries = dns_cache_count(r->cache);
+	st->cache_bytes = dns_cache_bytes(r->cache);
+}
+
+/*
+ * One dns audit event, counted first (every answered query is, whether or
+ * not cached answers are audited); rcode < 0 when nothing was sent back.
+ */
 static void
 resolver_audit(struct resolver *r, const struct dns_msg_query *q, const struct resolver_client *c,
                const struct decision *d, int rcode, int cached, const char *error)
@@ -210,6 +221,8 @@ resolver_audit(struct resolver *r, const struct dns_msg_query *q, const struct r
 	struct audit_event ev;
 	char client[64], tbuf[16];
 
+	if (d != NULL)
+		r->queries[d->action][cached != 0]++;
 	if (r->audit == NULL || (cached && !r->conf.audit_cached))
 		return;
 	audit_event_init(&ev);

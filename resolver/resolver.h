@@ -58,6 +58,13 @@ struct resolver_answer {
 };
 typedef void (*resolver_lookup_cb)(void *, const struct resolver_answer *);
 
+/* What the resolver has done, for status and metrics. */
+struct resolver_stats {
+	uint64_t queries[3][2]; /* clients' queries by enum policy_action and cached */
+	size_t cache_entries;
+	size_t cache_bytes;
+};
+
 /* resolver.c */
 struct resolver;
 struct resolver_lookup;
@@ -75,5 +82,6 @@ struct resolver_lookup *resolver_lookup(struct resolver *, struct policy *, cons
                                         resolver_lookup_cb, void *);
 void resolver_lookup_cancel(struct resolver_lookup *);
 const char *resolver_strerror(int);
+void resolver_stats(const struct resolver *, struct resolver_stats *);
 
 #endif

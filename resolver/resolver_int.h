@@ -120,6 +120,7 @@ struct dns_cache *dns_cache_new(size_t, size_t);
 void dns_cache_free(struct dns_cache *);
 void dns_cache_clear(struct dns_cache *);
 size_t dns_cache_count(const struct dns_cache *);
+size_t dns_cache_bytes(const struct dns_cache *);
 struct dns_cache_entry *dns_cache_get(struct dns_cache *, const uint8_t *, size_t, uint64_t);
 struct dns_cache_entry *dns_cache_put(struct dns_cache *, const uint8_t *, size_t, uint8_t *,
                                       size_t, uint32_t, uint64_t);
@@ -209,6 +210,7 @@ struct resolver {
 	struct resolver_lookups done;       /* lookups whose callback is due */
 	struct resolver_verdicts *verdicts; /* recent names' decisions (resolver.c) */
 	struct resolver_clock clock;
+	uint64_t queries[3][2]; /* clients' queries by enum policy_action and cached */
 	uint8_t scratch[DNS_MSG_MAX + 2];
 };
 void resolver_query(struct resolver *, const uint8_t *, size_t, struct resolver_client *);

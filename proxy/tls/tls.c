@@ -457,6 +457,37 @@ tls_ca_path(const struct tls *t)
 	return t->ca_path;
 }
 
+/*
+ * What status shows of the CA: the certificate's SHA-256 fingerprint
+ * (as openssl x509 -fingerprint -sha256 prints it), its expiry and the
+ * leaves minted. Nothing of a key.
+ */
+void
+tls_ca_info(const struct tls *t, struct tls_ca_info *info)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	struct ca_cache_stats st;
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int n = 0, i;
+	const ASN1_TIME *na;
+	struct tm tm;
+	X509 *x = ca_cert(t->ca);
+
+	memset(info, 0, sizeof *info);
+	if (X509_digest(x, EVP_sha256(), md, &n) == 1 && n * 3 <= sizeof info->fingerprint) {
+		for (i = 0; i < n; i++) {
+			info->fingerprint[3 * i] = hex[md[i] >> 4];
+			info->fingerprint[3 * i + 1] = hex[md[i] & 0xf];
+			info->fingerprint[3 * i + 2] = i + 1 < n ? ':' : '\0';
+		}
+	}
+	if ((na = X509_get0_notAfter(x)) != NULL && ASN1_TIME_to_tm(na, &tm) == 1)
+		info->not_after = timegm(&tm);
+	ca_cache_stats(t->leaves, &st);
+	info->leaves_minted = st.mints;
+	info->leaves_cached = st.entries;
+}
+
 const char *
 tls_bundle_path(const struct tls *t)
 {

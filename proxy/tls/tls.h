@@ -7,7 +7,9 @@
 #define TLS_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <time.h>
 
 #include "policy.h"
 
@@ -52,6 +54,13 @@ const char *tls_store_check(const char *);
 const char *tls_store_check_full(const char *);
 void tls_start(struct tls *, struct event_base *);
 const char *tls_ca_path(const struct tls *);
+struct tls_ca_info {
+	char fingerprint[3 * 32]; /* SHA-256, AB:CD:... */
+	time_t not_after;
+	uint64_t leaves_minted;
+	uint64_t leaves_cached;
+};
+void tls_ca_info(const struct tls *, struct tls_ca_info *);
 const char *tls_bundle_path(const struct tls *);
 void tls_print_trust(const struct tls *, FILE *);
 struct bufferevent *tls_accept(struct tls *, struct event_base *, struct tls_peer *,

@@ -417,6 +417,8 @@ char *image_label(const struct host_plan *, const char *, const char *);
 int run_main(struct host_args *);
 
 /* the wrapper's commands: each parses its own arguments (args_options) with its table */
+extern const struct args_opt policytest_opts[];
+extern const size_t policytest_opts_n;
 extern const struct args_opt doctor_opts[];
 extern const size_t doctor_opts_n;
 extern const struct args_opt init_opts[];

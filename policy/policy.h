@@ -404,5 +404,8 @@ void verdict_note(struct verdict *, const char *, ...) EG_PRINTF(2, 3);
 void verdict_notes(struct verdict *, const struct policy *, int);
 void verdict_json_decision(const struct decision *, struct buf *, int);
 void verdict_json(const struct verdict *, const struct policy *, struct buf *);
+void verdict_request(struct policy_request *, const struct url *, const char *);
+struct json_t;
+void verdict_text(const struct json_t *, struct buf *);
 
 #endif

@@ -4,11 +4,14 @@
  * of one JSON object. policyctl explain (from files) and egressd's control
  * socket (the live policy, with what resolving the name found) both decide
  * through policy_decide() and both render through verdict_json(), so the
- * object a user reads is the same whoever answered.
+ * object a user reads is the same whoever answered; verdict_text() is that
+ * object for people (opencode-sandbox policy test prints both too).
  */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+
+#include <jansson.h>
 
 #include "policy.h"
 
@@ -179,4 +182,184 @@ verdict_json(const struct verdict *v, const struct policy *p, struct buf *b)
 		json_escape_str(b, v->notes[i]);
 	}
 	buf_addc(b, ']');
+}
+
+/*
+ * The request explain asks about: the host of u as written, the method,
+ * the URL's query, and the port a CONNECT names (443 when it names none).
+ */
+void
+verdict_request(struct policy_request *req, const struct url *u, const char *method)
+{
+	memset(req, 0, sizeof *req);
+	req->host = &u->host;
+	req->method = method;
+	/* A CONNECT names its port; without one, explain asks about HTTPS's. */
+	req->port = u->port != 0 ? u->port : strcmp(method, "CONNECT") == 0 ? 443 : 0;
+	req->query = u->query;
+}
+
+/* A string member, or def when it is absent or not a string. */
+static const char *
+verdict_str(const json_t *o, const char *key, const char *def)
+{
+	const json_t *v = json_object_get(o, key);
+
+	return json_is_string(v) ? json_string_value(v) : def;
+}
+
+static const char *
+verdict_action_word(const char *action)
+{
+	if (strcmp(action, "allow") == 0)
+		return "allowed";
+	if (strcmp(action, "flag") == 0)
+		return "flagged";
+	return "blocked";
+}
+
+/* "rule (list, source)", as the matched rule and the guard's refusals are shown. */
+static void
+verdict_text_rule(const json_t *d, struct buf *out)
+{
+	const char *list = verdict_str(d, "list", NULL);
+
+	buf_printf(out, "%s (%s%s%s)", verdict_str(d, "rule", ""), list ? list : "",
+	           list ? ", " : "", verdict_str(d, "source", ""));
+}
+
+static void
+verdict_text_method(const json_t *o, struct buf *out)
+{
+	const json_t *ov, *f;
+	size_t i;
+
+	buf_printf(out, "method: %s", verdict_str(o, "method", ""));
+	ov = json_object_get(o, "overrides");
+	json_array_foreach(ov, i, f)
+	{
+		buf_printf(out, "%s%s: %s", i == 0 ? " (" : ", ", verdict_str(f, "field", ""),
+		           verdict_str(f, "method", ""));
+	}
+	buf_printf(out, "%s\n",
+	           json_is_true(json_object_get(o, "overrides_more")) ? ", ...)"
+	           : json_array_size(ov) > 0                          ? ")"
+	                                                              : "");
+}
+
+/* Which policy answered, on the `policy:` line. */
+static void
+verdict_text_policy(const json_t *o, struct buf *out)
+{
+	const char *src = verdict_str(o, "policy_source", "");
+	const json_t *pol = json_object_get(o, "policy"), *files, *f;
+	size_t i;
+
+	files = json_object_get(pol, "files");
+	if (strcmp(src, "egressd") == 0)
+		buf_printf(
+		    out, "policy: the running egressd (pid %lld, policy generation %lld, via %s): ",
+		    json_integer_value(json_object_get(pol, "pid")),
+		    json_integer_value(json_object_get(pol, "generation")),
+		    verdict_str(pol, "control", "its control socket"));
+	else if (strcmp(src, "config") == 0)
+		buf_printf(out, "policy: the files ");
+	else {
+		buf_printf(
+		    out,
+		    "policy: the embedded default (no --config, and no egressd control socket at "
+		    "%s)\n",
+		    verdict_str(pol, "control", "its default path"));
+		return;
+	}
+	if (json_array_size(files) == 0)
+		buf_printf(out, "the embedded default");
+	json_array_foreach(files, i, f)
+	{
+		buf_printf(out, "%s%s%s", i > 0 ? ", " : "", verdict_str(f, "path", ""),
+		           strcmp(verdict_str(f, "kind", ""), "project") == 0 ? " (project file)"
+		           : strcmp(verdict_str(f, "kind", ""), "list") == 0  ? " (list file)"
+		                                                              : "");
+	}
+	buf_printf(out, "\n");
+}
+
+/* What the running egressd's resolver found, and what the guard made of it. */
+static void
+verdict_text_resolved(const json_t *o, struct buf *out)
+{
+	const json_t *r = json_object_get(o, "resolved"), *by = json_object_get(o, "by_name");
+	const json_t *addrs, *a;
+	const char *status;
+	size_t i;
+
+	if (!json_is_object(r))
+		return;
+	status = verdict_str(r, "status", "");
+	addrs = json_object_get(r, "addresses");
+	if (strcmp(status, "ok") == 0) {
+		buf_printf(out, "resolved:");
+		json_array_foreach(addrs, i, a)
+		{
+			buf_printf(out, "%s %s ", i > 0 ? "," : "", verdict_str(a, "address", ""));
+			if (json_is_true(json_object_get(a, "allowed")))
+				buf_printf(out, "(allowed)");
+			else {
+				buf_printf(out, "(blocked: ");
+				verdict_text_rule(a, out);
+				buf_printf(out, ")");
+			}
+		}
+		buf_printf(out, "\n");
+	} else if (strcmp(status, "no-such-name") == 0)
+		buf_printf(out, "resolved: no address (egressd's resolver: no such name)\n");
+	else if (strcmp(status, "failed") == 0)
+		buf_printf(out,
+		           "resolved: no address (egressd's resolver: no upstream answered)\n");
+	else if (strcmp(status, "timeout") == 0)
+		buf_printf(out, "resolved: no answer within egressd's connect timeout\n");
+	else if (strcmp(status, "cname-blocked") == 0)
+		buf_printf(out, "resolved: the CNAME chain leads to a blocked name\n");
+	if (json_is_object(by)) {
+		buf_printf(out, "by name: %s by ",
+		           verdict_action_word(verdict_str(by, "action", "")));
+		verdict_text_rule(by, out);
+		buf_printf(out, "; the addresses decided\n");
+	}
+}
+
+/*
+ * The answer for people, from the object `explain --json` prints (whoever
+ * made it: policyctl from files, egressd's control socket, or
+ * opencode-sandbox policy test), appended to out.
+ */
+void
+verdict_text(const json_t *o, struct buf *out)
+{
+	const json_t *g = json_object_get(o, "graphql"), *notes, *n;
+	const char *name;
+	size_t i;
+
+	buf_printf(out, "%s: %s\n", verdict_action_word(verdict_str(o, "action", "")),
+	           verdict_str(o, "host", ""));
+	buf_printf(out, "matched rule: ");
+	verdict_text_rule(o, out);
+	buf_printf(out, "\nreason: %s\n", verdict_str(o, "reason", ""));
+	verdict_text_method(o, out);
+	if (json_is_object(g)) {
+		name = verdict_str(g, "name", NULL);
+		buf_printf(out, "graphql: %s%s%s%s\n", verdict_str(g, "operation", ""),
+		           name ? " " : "", name ? name : "",
+		           json_is_true(json_object_get(g, "only"))
+		               ? ""
+		               : " (in a request that is not GraphQL alone)");
+	}
+	buf_printf(out, "mode: %s\n", verdict_str(o, "mode", ""));
+	verdict_text_policy(o, out);
+	verdict_text_resolved(o, out);
+	notes = json_object_get(o, "notes");
+	json_array_foreach(notes, i, n)
+	{
+		buf_printf(out, "note: %s\n", json_string_value(n));
+	}
 }

@@ -82,157 +82,12 @@ explain_read_body(const char *path, size_t max, size_t *len, int *truncated)
 	return data;
 }
 
-static const char *
-explain_action_word(const char *action)
-{
-	if (strcmp(action, "allow") == 0)
-		return "allowed";
-	if (strcmp(action, "flag") == 0)
-		return "flagged";
-	return "blocked";
-}
-
-/* "rule (list, source)", as the matched rule and the guard's refusals are shown. */
-static void
-explain_print_rule(const json_t *d)
-{
-	const char *list = live_str(d, "list", NULL);
-
-	printf("%s (%s%s%s)", live_str(d, "rule", ""), list ? list : "", list ? ", " : "",
-	       live_str(d, "source", ""));
-}
-
-static void
-explain_print_method(const json_t *o)
-{
-	const json_t *ov, *f;
-	size_t i;
-
-	printf("method: %s", live_str(o, "method", ""));
-	ov = json_object_get(o, "overrides");
-	json_array_foreach(ov, i, f)
-	{
-		printf("%s%s: %s", i == 0 ? " (" : ", ", live_str(f, "field", ""),
-		       live_str(f, "method", ""));
-	}
-	printf("%s\n", json_is_true(json_object_get(o, "overrides_more")) ? ", ...)"
-	               : json_array_size(ov) > 0                          ? ")"
-	                                                                  : "");
-}
-
-/* Which policy answered, on the `policy:` line. */
-static void
-explain_print_policy(const json_t *o)
-{
-	const char *src = live_str(o, "policy_source", "");
-	const json_t *pol = json_object_get(o, "policy"), *files, *f;
-	size_t i;
-
-	files = json_object_get(pol, "files");
-	if (strcmp(src, "egressd") == 0)
-		printf("policy: the running egressd (pid %lld, policy generation %lld, via %s): ",
-		       json_integer_value(json_object_get(pol, "pid")),
-		       json_integer_value(json_object_get(pol, "generation")),
-		       live_str(pol, "control", "its control socket"));
-	else if (strcmp(src, "config") == 0)
-		printf("policy: the files ");
-	else {
-		printf(
-		    "policy: the embedded default (no --config, and no egressd control socket at "
-		    "%s)\n",
-		    live_str(pol, "control", LIVE_DEFAULT_PATH));
-		return;
-	}
-	if (json_array_size(files) == 0)
-		printf("the embedded default");
-	json_array_foreach(files, i, f)
-	{
-		printf("%s%s%s", i > 0 ? ", " : "", live_str(f, "path", ""),
-		       strcmp(live_str(f, "kind", ""), "project") == 0 ? " (project file)"
-		       : strcmp(live_str(f, "kind", ""), "list") == 0  ? " (list file)"
-		                                                       : "");
-	}
-	printf("\n");
-}
-
-/* What the running egressd's resolver found, and what the guard made of it. */
-static void
-explain_print_resolved(const json_t *o)
-{
-	const json_t *r = json_object_get(o, "resolved"), *by = json_object_get(o, "by_name");
-	const json_t *addrs, *a;
-	const char *status;
-	size_t i;
-
-	if (!json_is_object(r))
-		return;
-	status = live_str(r, "status", "");
-	addrs = json_object_get(r, "addresses");
-	if (strcmp(status, "ok") == 0) {
-		printf("resolved:");
-		json_array_foreach(addrs, i, a)
-		{
-			printf("%s %s ", i > 0 ? "," : "", live_str(a, "address", ""));
-			if (json_is_true(json_object_get(a, "allowed")))
-				printf("(allowed)");
-			else {
-				printf("(blocked: ");
-				explain_print_rule(a);
-				printf(")");
-			}
-		}
-		printf("\n");
-	} else if (strcmp(status, "no-such-name") == 0)
-		printf("resolved: no address (egressd's resolver: no such name)\n");
-	else if (strcmp(status, "failed") == 0)
-		printf("resolved: no address (egressd's resolver: no upstream answered)\n");
-	else if (strcmp(status, "timeout") == 0)
-		printf("resolved: no answer within egressd's connect timeout\n");
-	else if (strcmp(status, "cname-blocked") == 0)
-		printf("resolved: the CNAME chain leads to a blocked name\n");
-	if (json_is_object(by)) {
-		printf("by name: %s by ", explain_action_word(live_str(by, "action", "")));
-		explain_print_rule(by);
-		printf("; the addresses decided\n");
-	}
-}
-
-/* The answer for people, from the object `--json` prints. */
-static void
-explain_print_text(const json_t *o)
-{
-	const json_t *g = json_object_get(o, "graphql"), *notes, *n;
-	const char *name;
-	size_t i;
-
-	printf("%s: %s\n", explain_action_word(live_str(o, "action", "")), live_str(o, "host", ""));
-	printf("matched rule: ");
-	explain_print_rule(o);
-	printf("\nreason: %s\n", live_str(o, "reason", ""));
-	explain_print_method(o);
-	if (json_is_object(g)) {
-		name = live_str(g, "name", NULL);
-		printf("graphql: %s%s%s%s\n", live_str(g, "operation", ""), name ? " " : "",
-		       name ? name : "",
-		       json_is_true(json_object_get(g, "only"))
-		           ? ""
-		           : " (in a request that is not GraphQL alone)");
-	}
-	printf("mode: %s\n", live_str(o, "mode", ""));
-	explain_print_policy(o);
-	explain_print_resolved(o);
-	notes = json_object_get(o, "notes");
-	json_array_foreach(notes, i, n)
-	{
-		printf("note: %s\n", json_string_value(n));
-	}
-}
-
 /* Print an answer object: as it is for --json, else as text. */
 static int
 explain_print(const struct policyctl *c, const char *json)
 {
 	json_error_t jerr;
+	struct buf text;
 	json_t *o;
 
 	if (c->json) {
@@ -243,7 +98,10 @@ explain_print(const struct policyctl *c, const char *json)
 		fprintf(stderr, "policyctl: an answer that is not JSON: %s\n", jerr.text);
 		return EXIT_USAGE;
 	}
-	explain_print_text(o);
+	buf_init(&text);
+	verdict_text(o, &text);
+	fputs(buf_cstr(&text), stdout);
+	buf_free(&text);
 	json_decref(o);
 	return 0;
 }
@@ -290,12 +148,7 @@ explain_files(struct policyctl *c, const char *input, const struct url *u, const
 	}
 	buf_free(&errs);
 	policyctl_ignored_warn(policy_config(p));
-	memset(&req, 0, sizeof req);
-	req.host = &u->host;
-	req.method = c->method;
-	/* A CONNECT names its port; without one, explain asks about HTTPS's. */
-	req.port = u->port != 0 ? u->port : strcmp(c->method, "CONNECT") == 0 ? 443 : 0;
-	req.query = u->query;
+	verdict_request(&req, u, c->method);
 	for (i = 0; i < c->nheaders; i++)
 		policy_request_header(&req, c->headers[i], strlen(c->headers[i]),
 		                      c->headers[i] + strlen(c->headers[i]) + 1);

@@ -417,6 +417,72 @@ expect_eq "$(check skills)" fail "doctor fails on it"
 osb skills import "$H/src/deploy" --scope project
 expect_eq "$RC" 2 "an import into the project of a name imported globally"
 
+# --- policy test ---
+
+# verdict: action, rule and source of the last --json answer.
+verdict() { printf '%s' "$OUT" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["action"], d["rule"], d["source"])' 2>&1; }
+
+begin policy-test-global
+mkdir -p "$H/.config/opencode-sandbox"
+printf 'version: 1\nnetwork:\n  blocklist: ["*.segment.io"]\n  allowlist: ["api.github.com"]\n' >"$H/$GLOBAL"
+osb policy test https://api.segment.io/v1/track
+golden
+expect_eq "$RC" 0 "policy test: exit 0 whatever the answer"
+expect_contains "$OUT" "blocked: api.segment.io
+matched rule: *.segment.io (blocklist, $H/$GLOBAL:3)" "the seed's lines: the rule with its file and line"
+expect_contains "$OUT" "mode: practical" "... the mode"
+expect_contains "$OUT" "note: practical mode blocks normal DNS/proxy traffic but cannot guarantee direct-IP blocking" "... and the note"
+osb policy test api.github.com --method POST --json
+expect_eq "$(verdict)" "allow api.github.com $H/$GLOBAL:4" "--json: an allowlisted host, every method"
+ANSWER=$(printf '%s' "$OUT" | python3 -c 'import json,sys; d=json.load(sys.stdin); [d.pop(k) for k in ("policy", "policy_source")]; print(json.dumps(d, sort_keys=True))')
+"$BUILD_DIR/policyctl" explain --config "$H/$GLOBAL" --method POST --json api.github.com >"$F/explain.json" 2>"$F/explain.err"
+expect_eq "$ANSWER" "$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); [d.pop(k) for k in ("policy", "policy_source")]; print(json.dumps(d, sort_keys=True))' "$F/explain.json")" \
+	"the same answer as policyctl explain on the same file"
+osb policy test example.com --method DELETE
+expect_contains "$OUT" "blocked: example.com
+matched rule: method-not-allowed (methods, builtin)" "a write to a host on no list: blocked by the method rules"
+
+begin policy-test-providers
+mkdir -p "$H/.local/share/opencode"
+echo '{"anthropic": {"type": "api", "key": "sk-ant-secret"}}' >"$H/.local/share/opencode/auth.json"
+osb policy test https://api.anthropic.com/v1/messages --method POST
+golden
+expect_contains "$OUT" "allowed: api.anthropic.com
+matched rule: api.anthropic.com (allowlist, (providers):" "the model provider a run allowlists"
+expect_absent "$OUT$ERR" "sk-ant-secret" "... never its key"
+
+begin policy-test-project
+mkdir -p "$H/.config/opencode-sandbox"
+printf 'version: 1\nnetwork:\n  blocklist: ["*.segment.io"]\n' >"$H/$GLOBAL"
+printf 'version: 1\nnetwork:\n  allowlist: ["api.project.test"]\n  blocklist: ["tracker.test"]\n' >"$P/.opencode-sandbox.yaml"
+osb policy test api.project.test --method POST --project "$P"
+golden
+expect_contains "$OUT" "blocked: api.project.test" "a project file not accepted: its allowlist is not taken"
+expect_contains "$ERR" "answered as a run has them until you accept them" "... and that is said"
+osb policy test tracker.test --project "$P"
+expect_contains "$OUT" "blocked: tracker.test
+matched rule: tracker.test (blocklist, $P/.opencode-sandbox.yaml:4)" "... its blocklist is (it tightens)"
+osb policy test tracker.test
+expect_contains "$OUT" "allowed: tracker.test" "without --project: the global policy only"
+osb --accept-policy-changes
+osb policy test api.project.test --method POST --project "$P" --json
+expect_eq "$(verdict)" "allow api.project.test $P/.opencode-sandbox.yaml:3" "accepted: the project's allowlist is taken, as in the run"
+expect_eq "$(grep -c '"api.project.test"' "$F/staged/config/policy.yaml")" 1 "... which the run handed to egressd"
+
+begin policy-test-errors
+osb policy test
+golden
+expect_eq "$RC" 2 "policy test without a host"
+osb policy test example.com --method 'GE T'
+expect_eq "$RC" 2 "a method that is not one"
+osb policy test 'http://exa mple.com/'
+expect_eq "$RC" 2 "a URL that does not parse"
+mkdir -p "$H/.config/opencode-sandbox"
+printf 'version: 1\nnetwork:\n  blocklist: "x"\n' >"$H/$GLOBAL"
+osb policy test example.com
+expect_eq "$RC" 2 "a configuration error"
+expect_contains "$ERR" "config.yaml:3:" "... with its place"
+
 # --- config ---
 
 begin config-path

@@ -27,6 +27,7 @@ static const struct {
     {"init", init_opts, &init_opts_n},
     {"skills import", skills_import_opts, &skills_import_opts_n},
     {"skills list", skills_list_opts, &skills_list_opts_n},
+    {"policy test", policytest_opts, &policytest_opts_n},
     {"config path", cmdconfig_path_opts, &cmdconfig_path_opts_n},
     {"config show", cmdconfig_show_opts, &cmdconfig_show_opts_n},
     {"image build", image_build_opts, &image_build_opts_n},

@@ -33,7 +33,7 @@ for f in bin/opencode-sandbox bin/egressd bin/policyctl bin/sandbox-init \
 	share/opencode-sandbox/build/host/main.c share/opencode-sandbox/build/image/profiles/openai.yaml; do
 	if [ -s "$R/$f" ]; then ok; else bad "make install puts $f in PREFIX"; fi
 done
-[ -x "$R/bin/opencode-sandbox" ] && ok || bad "the program is executable"
+if [ -x "$R/bin/opencode-sandbox" ]; then ok; else bad "the program is executable"; fi
 
 # Every COPY from the build context is a listed build input.
 python3 - "$SRC_DIR" >"$T/copies" <<'PY'

@@ -19,8 +19,11 @@ if ! make -C "$SRC_DIR" package BUILD="$T/build" JOBS=2 >"$T/package.log" 2>&1; 
 	bad "make package"
 	finish
 fi
-DEB=$(ls "$T"/build-package/opencode-sandbox_*.deb 2>/dev/null | head -n 1)
-[ -n "$DEB" ] && ok || { bad "make package makes a .deb"; finish; }
+DEB=$(find "$T/build-package" -maxdepth 1 -name 'opencode-sandbox_*.deb' | head -n 1)
+if [ -n "$DEB" ]; then ok; else
+	bad "make package makes a .deb"
+	finish
+fi
 DEPENDS=$(dpkg-deb -f "$DEB" Depends)
 others=$(printf '%s\n' "$DEPENDS" | tr ',' '\n' | sed 's/^ *//; s/ .*//' | grep -v '^lib' || true)
 expect_eq "$others" "" "the package depends on shared libraries only ($DEPENDS)"

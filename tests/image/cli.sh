@@ -153,23 +153,25 @@ print(" ".join(s["location"] for s in json.load(sys.stdin)))' 2>&1)" \
 podman exec "$ORIGIN" sh -c 'wc -l </tmp/model.jsonl' >"$T/before" 2>/dev/null
 osb run "STEP-SKILLS: which skills?"
 expect_eq "$RC" 0 "a run with the imported skills ($(printf '%s\n' "$ERR" | tail -n 2))"
-# What OpenCode sent the model: the skill tool's list of available skills.
+# What OpenCode sent the model: the skills its system prompt offers (the skill tool's list).
 SENT=$(podman exec "$ORIGIN" sh -c "tail -n +$(($(cat "$T/before" 2>/dev/null || echo 0) + 1)) /tmp/model.jsonl" |
 	python3 -c '
 import json, re, sys
-names = set()
+names, tool = set(), False
 for line in sys.stdin:
     try:
         ask = json.loads(line)
     except ValueError:
         continue
-    for t in ask.get("tools") or []:
-        fn = t.get("function", {})
-        if fn.get("name") == "skill":
-            names.update(re.findall(r"<name>([^<]+)</name>", fn.get("description", "")))
-            names.update(re.findall(r"\*\*([a-z0-9-]+)\*\*:", fn.get("description", "")))
-print(" ".join(sorted(names)))' 2>&1)
-expect_eq "$SENT" "customize-opencode deploy review" "the skill tool OpenCode offers the model lists exactly the imported skills"
+    tool |= any(t.get("function", {}).get("name") == "skill" for t in ask.get("tools") or [])
+    for m in ask.get("messages") or []:
+        c = m.get("content")
+        text = c if isinstance(c, str) else " ".join(p.get("text", "") for p in c or [] if isinstance(p, dict))
+        for block in re.findall(r"<available_skills>(.*?)</available_skills>", text, re.S):
+            names.update(re.findall(r"<name>([^<]+)</name>", block))
+print(("skill-tool " if tool else "") + " ".join(sorted(names)))' 2>&1)
+expect_eq "$SENT" "skill-tool customize-opencode deploy review" \
+	"OpenCode offers the model its skill tool and, as available skills, exactly the imported ones"
 
 # --- 5. policy test agrees with the run's egressd ---
 cat >"$P/.opencode-sandbox.yaml" <<'EOT'

@@ -25,6 +25,7 @@ podman tag "$IMAGE" "$UP" || {
 	bad "a copy of the image to upgrade"
 	finish
 }
+# shellcheck disable=SC2317 # called by the EXIT trap
 cleanup_up() { podman rmi -f "$UP" >/dev/null 2>&1; lib_cleanup; }
 trap cleanup_up EXIT
 
@@ -48,6 +49,7 @@ ca=()
 [ -s "$CA_BUNDLE" ] && ca=(--build-ca "$CA_BUNDLE")
 osb upgrade --method npm "$TARGET"
 expect_eq "$RC" 2 "OpenCode's --method is refused"
+expect_contains "$ERR" "OpenCode's own upgrade" "... with the reason"
 osb upgrade "$TARGET" "${ca[@]+"${ca[@]}"}"
 expect_eq "$RC" 0 "upgrade $TARGET ($(tail -n 5 "$T/err"))"
 echo "upgraded after $(elapsed)s"

@@ -3,13 +3,13 @@
 # §7, §17.2), with the fake runtimes of lib.sh: help and COMMAND --help;
 # doctor against a matrix of broken environments (no runtime, a stopped
 # daemon, podman's storage gone, a missing image, an image from other build
-# inputs, invalid global and project configuration, unwritable state,
-# strict mode without --cap-add, Apple's runtime on Linux), each with the
-# expected status per check; init's files, which load without a warning
-# and change nothing a run would ask about; skills import and list (the
-# manifest and its hashes, every refusal, prefixes, updates, the project
-# scope and its links, a name in both scopes) and the skills a run
-# exposes; config path and show (secrets never printed); image build and
+# inputs, invalid global and project configuration, unwritable state, strict
+# mode without --cap-add, Apple's runtime on Linux), each with the expected
+# status per check, and that doctor writes nothing; init's files, which load
+# without a warning and change nothing a run would ask about; skills import
+# and list (the manifest and its hashes, every refusal, prefixes, updates,
+# the project scope and its links, a name in both scopes) and the skills a
+# run exposes; config path and show (secrets never printed); image build and
 # upgrade (their argv, the label, the build CA, failures, --method).
 # Every case's transcript is compared with tests/host/golden/NAME.txt.
 set -u
@@ -91,8 +91,10 @@ expect_contains "$ERR" "opencode-sandbox init: unknown option --frobnicate (see 
 
 begin doctor-ready
 EXTRA=(OPENCODE_SANDBOX_DATADIR="$INPUTS" FAKE_LABELS="{\"ai.opencode.version\":\"1.18.33\",\"io.opencode-sandbox.inputs\":\"$DIGEST\"}")
+BEFORE=$(find "$H" | sort)
 osb doctor --json
 golden
+expect_eq "$(find "$H" | sort)" "$BEFORE" "doctor changes nothing: no state or config directory made"
 expect_eq "$RC" 0 "doctor: nothing fails, exit 0"
 expect_eq "$(jsonok)" True "... and ok is true"
 expect_eq "$(statuses host.os macos.version macos.arch runtime.binary runtime.version runtime.service image.present image.opencode image.build strict.support)" \

@@ -235,7 +235,7 @@ out:
 static void
 doctor_image(struct doctor *d)
 {
-	char *version = NULL, *label = NULL, *dir = NULL, *digest = NULL;
+	char *version = NULL, *label = NULL, *dir = NULL, *digest = NULL, *osb = NULL, *what;
 	const char *rt = d->have_rt ? runtime_name(d->plan.rt) : "";
 	struct buf err;
 	int rc;
@@ -275,6 +275,10 @@ doctor_image(struct doctor *d)
 		           "the image has no ai.opencode.version label: not built from the "
 		           "project's Containerfile?");
 	label = image_label(&d->plan, d->image, IMAGE_LABEL_INPUTS_NAME);
+	osb = image_label(&d->plan, d->image, IMAGE_LABEL_VERSION_NAME);
+	/* The egressd in the image is the project's version its label names. */
+	what = osb != NULL && strcmp(osb, "unknown") != 0 ? xasprintf("egressd %s, ", osb)
+	                                                  : xstrdup("");
 	if ((dir = image_inputs_dir(&err)) == NULL ||
 	    (digest = image_inputs_digest(dir, &err)) == NULL)
 		doctor_add(d, "image.build", DOCTOR_WARN,
@@ -285,20 +289,23 @@ doctor_image(struct doctor *d)
 		           "`" HOST_PROG " image build`); rebuild it with `" HOST_PROG
 		           " image build`");
 	else if (strcmp(label, digest) != 0)
-		doctor_add(
-		    d, "image.build", DOCTOR_WARN,
-		    "built from other build inputs (the image's %.12s, installed now %.12s in %s): "
-		    "rebuild it with `" HOST_PROG " image build`",
-		    label, digest, dir);
+		doctor_add(d, "image.build", DOCTOR_WARN,
+		           "%sbuilt from other build inputs (the image's %.12s, installed now "
+		           "%.12s in %s): "
+		           "rebuild it with `" HOST_PROG " image build`",
+		           what, label, digest, dir);
 	else
 		doctor_add(d, "image.build", DOCTOR_PASS,
-		           "built from the build inputs installed now (%.12s, %s)", digest, dir);
+		           "%sbuilt from the build inputs installed now (%.12s, %s)", what, digest,
+		           dir);
+	free(what);
 out:
 	buf_free(&err);
 	free(version);
 	free(label);
 	free(dir);
 	free(digest);
+	free(osb);
 }
 
 /* strict.support and strict.init-image. */

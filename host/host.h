@@ -407,7 +407,8 @@ int skills_stage(const struct skills *, const char *, struct strv *, struct buf 
 void skills_free(struct skills *);
 
 /* image.c: the image's build inputs, labels and builds */
-#define IMAGE_LABEL_INPUTS_NAME "io.opencode-sandbox.inputs"
+#define IMAGE_LABEL_INPUTS_NAME  "io.opencode-sandbox.inputs"
+#define IMAGE_LABEL_VERSION_NAME "io.opencode-sandbox.version"
 char *image_inputs_dir(struct buf *);
 char *image_inputs_digest(const char *, struct buf *);
 char *image_inspect(const struct host_plan *, const char *, const char *);

@@ -372,6 +372,8 @@ image_build(const struct strv *args)
 	}
 	strv_add(&argv, "--build-arg");
 	strv_addf(&argv, "OSB_INPUTS=%s", digest);
+	strv_add(&argv, "--build-arg");
+	strv_add(&argv, "OSB_VERSION=" EGRESS_VERSION);
 	if (image_secret(&argv, o.build_ca, &err) == -1) {
 		fprintf(stderr, HOST_PROG " image build: %s\n", buf_cstr(&err));
 		goto out;

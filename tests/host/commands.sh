@@ -90,7 +90,7 @@ expect_contains "$ERR" "opencode-sandbox init: unknown option --frobnicate (see 
 # --- doctor: a matrix of environments ---
 
 begin doctor-ready
-EXTRA=(OPENCODE_SANDBOX_DATADIR="$INPUTS" FAKE_LABELS="{\"ai.opencode.version\":\"1.18.33\",\"io.opencode-sandbox.inputs\":\"$DIGEST\"}")
+EXTRA=(OPENCODE_SANDBOX_DATADIR="$INPUTS" FAKE_LABELS="{\"ai.opencode.version\":\"1.18.33\",\"io.opencode-sandbox.inputs\":\"$DIGEST\",\"io.opencode-sandbox.version\":\"0.1.0\"}")
 BEFORE=$(find "$H" | sort)
 osb doctor --json
 golden
@@ -104,6 +104,7 @@ expect_eq "$(statuses opencode.config opencode.auth config.global config.project
 	"opencode.config=pass opencode.auth=pass config.global=pass config.project=pass skills=pass state.dirs=pass providers=pass" \
 	"doctor: a ready machine (configuration)"
 expect_contains "$(message image.opencode)" "OpenCode 1.18.33" "the image's OpenCode version"
+expect_contains "$(message image.build)" "egressd 0.1.0, built from the build inputs installed now" "... its egressd's version and build inputs"
 expect_contains "$(message macos.version)" "not macOS" "the macOS checks are skipped with the reason"
 expect_absent "$(calls)" "=== podman
 run
@@ -532,7 +533,9 @@ $INPUTS/build/image/Containerfile
 localhost/opencode-sandbox:latest
 --build-arg
 OSB_INPUTS=$DIGEST
-$INPUTS/build" "from the installed build inputs, labelled with their digest"
+--build-arg
+OSB_VERSION=$(sed -n 's/^set(EGRESS_VERSION \(.*\))$/\1/p' "$SRC_DIR/CMakeLists.txt")
+$INPUTS/build" "from the installed build inputs, labelled with their digest and the version"
 expect_absent "$(calls)" "sk-ant-build-secret" "nothing of the user's goes into the build"
 expect_contains "$OUT" "next: \`opencode-sandbox doctor\`" "it prints the next command"
 

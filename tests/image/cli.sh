@@ -124,6 +124,10 @@ import json, sys
 s = {c["id"]: c["status"] for c in json.load(sys.stdin)["checks"]}
 print(s.get("runtime.service"), s.get("image.present"), s.get("image.opencode"), s.get("image.build"), s.get("strict.support"), s.get("config.project"))' 2>&1)" \
 	"pass pass pass pass pass pass" "doctor: the runtime, the image built from the installed inputs, strict mode, the project file"
+expect_contains "$(printf '%s' "$OUT" | python3 -c '
+import json, sys
+print([c["message"] for c in json.load(sys.stdin)["checks"] if c["id"] == "image.build"])' 2>&1)" \
+	"egressd $(sed -n 's/^set(EGRESS_VERSION \(.*\))$/\1/p' "$SRC_DIR/CMakeLists.txt"), built from" "... and names the version of its egressd"
 
 # --- 3b. the run ---
 osb run "STEP-HELLO: say hello"

@@ -370,6 +370,7 @@ enum skill_status {
 	SKILL_PROJECT_OWN, /* the project's own: OpenCode finds it in the mount */
 	SKILL_AVAILABLE,   /* the host's: available to import */
 	SKILL_EXPOSED,     /* the host's, exposed by skills.exposeGlobalSkills */
+	SKILL_IMPORTED,    /* the host's, the source of an imported skill */
 	SKILL_HIDDEN,      /* the project's, hidden by skills.exposeProjectSkills: false */
 	SKILL_INVALID,
 };

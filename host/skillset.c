@@ -73,7 +73,7 @@ skills_status_name(enum skill_status s)
 {
 	static const char *const names[] = {"active",   "excluded", "duplicate", "missing",
 	                                    "unlisted", "project",  "available", "exposed",
-	                                    "hidden",   "invalid"};
+	                                    "imported", "hidden",   "invalid"};
 
 	return names[s];
 }
@@ -438,6 +438,29 @@ skills_dirs(struct skills *s, const struct effective *e, struct buf *err)
 }
 
 /*
+ * A host skill already imported (the source of an imported one) is no
+ * longer one to import: it says under which name and scope it is.
+ */
+static void
+skillset_mark_imported(struct skills *s, struct skill *k)
+{
+	char real[PATH_MAX];
+	size_t i;
+
+	if (realpath(k->dir, real) == NULL)
+		return;
+	for (i = 0; i < s->n; i++)
+		if ((s->v[i].scope == SKILL_GLOBAL || s->v[i].scope == SKILL_PROJECT) &&
+		    s->v[i].source != NULL && strcmp(s->v[i].source, real) == 0) {
+			k->status = SKILL_IMPORTED;
+			free(k->error);
+			k->error = xasprintf("imported as %s (%s)", s->v[i].name,
+			                     skills_scope_name(s->v[i].scope));
+			return;
+		}
+}
+
+/*
  * Every skill of e's configuration: imported (global, then the project's),
  * the project's own and the host's, each with its status; a name
  * imported in both scopes marks both SKILL_DUPLICATE.
@@ -478,8 +501,12 @@ skills_find(struct skills *s, const struct effective *e, struct buf *err)
 	}
 	for (i = 0; i < skills_nhost_dirs; i++) {
 		path = xasprintf("%s/%s", host_home(), skills_host_dirs[i]);
+		first = s->n;
 		skillset_folder(s, path, SKILL_HOST,
 		                expose_global ? SKILL_EXPOSED : SKILL_AVAILABLE);
+		for (j = first; j < s->n; j++)
+			if (s->v[j].status == SKILL_AVAILABLE)
+				skillset_mark_imported(s, &s->v[j]);
 		free(path);
 	}
 	return 0;

@@ -337,6 +337,12 @@ expect_contains "$RUN" "scratch/skills,target=/home/opencode/.config/opencode/sk
 expect_eq "$(staged_skills)" "deploy review" "... exactly the imported ones"
 expect_absent "$RUN" "source=$H/.config/opencode/skills" "the host's skill folder is not mounted"
 expect_contains "$ERR" ".config/opencode/skills: not mounted: a run exposes imported skills only" "... and that is said"
+osb skills import "$H/.config/opencode/skills/host-only"
+osb skills list --json
+expect_eq "$(printf '%s' "$OUT" | python3 -c 'import json,sys; print(" ".join("%s=%s/%s" % (s["name"], s["status"], s["scope"]) for s in json.load(sys.stdin)["skills"] if s["name"] == "host-only"))')" \
+	"host-only=active/global host-only=imported/host" "a host skill once imported is listed as imported, not available"
+osb skills list
+expect_contains "$OUT" ".config/opencode/skills/host-only: imported as host-only (global)" "... under which name and scope"
 
 begin skills-refused
 skillsrc "$H/src"

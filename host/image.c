@@ -474,7 +474,9 @@ image_label(const struct host_plan *p, const char *image, const char *label)
 /*
  * The derived image's Containerfile: npm installs opencode-ai@TARGET as
  * root in a stage of its own; the image gets only the binary, its user
- * and the rest of its configuration left as they were.
+ * and the rest of its configuration left as they were. npm's global
+ * prefix is a directory of its own: in /usr/local, npm would refuse to
+ * link its bin over the image's /usr/local/bin/opencode.
  */
 static const char image_upgrade_file[] =
     "# written by " HOST_PROG " upgrade: OpenCode upgraded in a derived image\n"
@@ -488,6 +490,7 @@ static const char image_upgrade_file[] =
     "RUN --mount=type=secret,id=build-ca \\\n"
     "\tif [ -s /run/secrets/build-ca ]; then export NODE_EXTRA_CA_CERTS=/run/secrets/build-ca; fi "
     "\\\n"
+    " && export NPM_CONFIG_PREFIX=/opt/opencode-npm \\\n"
     " && npm install -g --no-audit --no-fund \"opencode-ai@${OPENCODE_TARGET}\" \\\n"
     " && install -m 0755 \"$(npm root -g)/opencode-ai/bin/opencode.exe\" /opencode \\\n"
     " && /opencode --version\n"

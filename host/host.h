@@ -275,7 +275,8 @@ void plan_default_cpus(char *, size_t);
 /* mounts.c: path safety and what the container sees of the host */
 const char *mounts_check_project(const char *, char *, size_t);
 const char *mounts_check_source(const char *, int);
-void mounts_host_config(struct host_plan *, const struct config *, const char *, const char *);
+void mounts_host_config(struct host_plan *, const struct config *, const struct skills *,
+                        const char *, const char *);
 int mounts_extra(struct host_plan *, const struct config *, struct buf *);
 int mounts_stage(const struct host_plan *, uid_t, gid_t, int, struct buf *);
 

@@ -151,9 +151,28 @@ mounts_name_cmp(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/*
+ * Whether the import the note offers for a skill folder of the host would
+ * do something: not when every skill found there is imported already.
+ */
+static int
+mounts_skills_left(const struct skills *sk, const char *dir)
+{
+	size_t i, len = strlen(dir), found = 0;
+
+	for (i = 0; sk != NULL && i < sk->n; i++)
+		if (sk->v[i].scope == SKILL_HOST && strncmp(sk->v[i].dir, dir, len) == 0 &&
+		    (sk->v[i].dir[len] == '/' || sk->v[i].dir[len] == '\0')) {
+			if (sk->v[i].status != SKILL_IMPORTED)
+				return 1;
+			found++;
+		}
+	return found == 0;
+}
+
 /* Each entry of the host's OpenCode config directory, read-only, in name order. */
 static void
-mounts_config_dir(struct host_plan *p, const char *dir)
+mounts_config_dir(struct host_plan *p, const struct skills *sk, const char *dir)
 {
 	char abs[PATH_MAX], *path, *target;
 	struct strv names;
@@ -176,10 +195,17 @@ mounts_config_dir(struct host_plan *p, const char *dir)
 		path = xasprintf("%s/%s", dir, names.v[i]);
 		if (strcmp(names.v[i], mounts_skill_dirs[0]) == 0 ||
 		    strcmp(names.v[i], mounts_skill_dirs[1]) == 0) {
-			strv_addf(&p->notes,
-			          "%s: not mounted: a run exposes imported skills only (" HOST_PROG
-			          " skills import %s)",
-			          path, path);
+			if (mounts_skills_left(sk, path))
+				strv_addf(&p->notes,
+				          "%s: not mounted: a run exposes imported skills only "
+				          "(" HOST_PROG " skills import %s)",
+				          path, path);
+			else
+				strv_addf(
+				    &p->notes,
+				    "%s: not mounted: a run exposes imported skills only (its "
+				    "skills are imported)",
+				    path);
 			free(path);
 			continue;
 		}
@@ -206,15 +232,15 @@ mounts_config_dir(struct host_plan *p, const char *dir)
  * configuration allows; the plan's notes say what was left out and why.
  */
 void
-mounts_host_config(struct host_plan *p, const struct config *cfg, const char *config_dir,
-                   const char *data_dir)
+mounts_host_config(struct host_plan *p, const struct config *cfg, const struct skills *sk,
+                   const char *config_dir, const char *data_dir)
 {
 	const struct config_wrapper *w = &cfg->wrapper;
 	char abs[PATH_MAX], *path;
 	struct stat st;
 
 	if (!w->opencode_mount_host_config_loc.line || w->opencode_mount_host_config)
-		mounts_config_dir(p, config_dir);
+		mounts_config_dir(p, sk, config_dir);
 	if (!w->opencode_mount_host_data_loc.line || w->opencode_mount_host_data) {
 		path = xasprintf("%s/auth.json", data_dir);
 		if (realpath(path, abs) != NULL && stat(abs, &st) == 0 && S_ISREG(st.st_mode) &&

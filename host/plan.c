@@ -307,7 +307,7 @@ plan_mounts(struct host_plan *p, const struct effective *e, const struct skills 
 	           "this project's prompt history (kept between runs)");
 	free(a);
 	free(b);
-	mounts_host_config(p, full, e->oc_config, e->oc_data);
+	mounts_host_config(p, full, sk, e->oc_config, e->oc_data);
 	if (plan_skills(sk) > 0) {
 		a = plan_path(s->scratch, "skills");
 		plan_mount(p, a, HOST_HOME "/.config/opencode/skills", 1,

@@ -343,6 +343,9 @@ expect_eq "$(printf '%s' "$OUT" | python3 -c 'import json,sys; print(" ".join("%
 	"host-only=active/global host-only=imported/host" "a host skill once imported is listed as imported, not available"
 osb skills list
 expect_contains "$OUT" ".config/opencode/skills/host-only: imported as host-only (global)" "... under which name and scope"
+osb
+expect_contains "$ERR" ".config/opencode/skills: not mounted: a run exposes imported skills only (its skills are imported)" \
+	"a run no longer offers to import a folder whose skills are imported"
 
 begin skills-refused
 skillsrc "$H/src"

@@ -370,10 +370,15 @@ image_build(const struct strv *args)
 		strv_add(&argv, "--build-arg");
 		strv_addf(&argv, "OPENCODE_VERSION=%s", image_npm_target(o.version));
 	}
-	strv_add(&argv, "--build-arg");
-	strv_addf(&argv, "OSB_INPUTS=%s", digest);
-	strv_add(&argv, "--build-arg");
-	strv_add(&argv, "OSB_VERSION=" EGRESS_VERSION);
+	/*
+	 * Labels given to the build, not build arguments of a LABEL line:
+	 * podman 4.3 takes a cached LABEL layer whatever the argument's value,
+	 * and the image kept the digest of the inputs it was first built from.
+	 */
+	strv_add(&argv, "--label");
+	strv_addf(&argv, IMAGE_LABEL_INPUTS_NAME "=%s", digest);
+	strv_add(&argv, "--label");
+	strv_add(&argv, IMAGE_LABEL_VERSION_NAME "=" EGRESS_VERSION);
 	if (image_secret(&argv, o.build_ca, &err) == -1) {
 		fprintf(stderr, HOST_PROG " image build: %s\n", buf_cstr(&err));
 		goto out;

@@ -54,7 +54,7 @@ mkdir -p "$T/probe/home" "$T/probe/fake"
 (cd "$T/probe/home" && env -i PATH="$T/bin:/usr/bin:/bin" HOME="$T/probe/home" LANG=C \
 	FAKE_DIR="$T/probe/fake" OPENCODE_SANDBOX_DATADIR="$INPUTS" "$BIN" image build \
 	>/dev/null 2>&1)
-DIGEST=$(sed -n 's/^OSB_INPUTS=//p' "$T/probe/fake/calls" | head -n 1)
+DIGEST=$(sed -n 's/^io.opencode-sandbox.inputs=//p' "$T/probe/fake/calls" | head -n 1)
 if [ ${#DIGEST} -eq 64 ]; then ok; else bad "image build hands the inputs' digest to the build: '$DIGEST'"; fi
 
 # --- help ---
@@ -540,10 +540,10 @@ expect_contains "$(calls)" "build
 $INPUTS/build/image/Containerfile
 -t
 localhost/opencode-sandbox:latest
---build-arg
-OSB_INPUTS=$DIGEST
---build-arg
-OSB_VERSION=$(sed -n 's/^set(EGRESS_VERSION \(.*\))$/\1/p' "$SRC_DIR/CMakeLists.txt")
+--label
+io.opencode-sandbox.inputs=$DIGEST
+--label
+io.opencode-sandbox.version=$(sed -n 's/^set(EGRESS_VERSION \(.*\))$/\1/p' "$SRC_DIR/CMakeLists.txt")
 $INPUTS/build" "from the installed build inputs, labelled with their digest and the version"
 expect_absent "$(calls)" "sk-ant-build-secret" "nothing of the user's goes into the build"
 expect_contains "$OUT" "next: \`opencode-sandbox doctor\`" "it prints the next command"

@@ -61,13 +61,13 @@ expect_contains "$(cat "$T/fake/calls")" "-f
 $R/share/opencode-sandbox/build/image/Containerfile" "... from the installed Containerfile"
 expect_contains "$(cat "$T/fake/calls")" "
 $R/share/opencode-sandbox/build" "... with the installed inputs as the context"
-INSTALLED=$(sed -n 's/^OSB_INPUTS=//p' "$T/fake/calls")
+INSTALLED=$(sed -n 's/^io.opencode-sandbox.inputs=//p' "$T/fake/calls")
 rm -f "$T/fake/calls"
 (cd "$T/home" && env -i PATH="$T/bin:/usr/bin:/bin" HOME="$T/home" FAKE_DIR="$T/fake" \
 	"$BUILD_DIR/opencode-sandbox" image build >"$T/out" 2>&1)
 expect_contains "$(cat "$T/fake/calls")" "
 $SRC_DIR" "the program in its build directory builds from its source tree"
-expect_eq "$(sed -n 's/^OSB_INPUTS=//p' "$T/fake/calls")" "$INSTALLED" \
+expect_eq "$(sed -n 's/^io.opencode-sandbox.inputs=//p' "$T/fake/calls")" "$INSTALLED" \
 	"the installed inputs' digest is the source tree's"
 expect_eq "${#INSTALLED}" 64 "... a SHA-256"
 

@@ -5,6 +5,8 @@
 #    opencode-sandbox builds the image from its installed build inputs,
 #    with no source tree to fall back on;
 # 2. `doctor` passes on this machine, the image built from those inputs;
+#    a second build, from inputs that differ in their digest only (every
+#    layer cached), labels the image with the new digest;
 # 3. `init --global`, `init`, and a run on the project works end to end
 #    (OpenCode answers through the scripted model of inet.py) without a
 #    question about the new project file;
@@ -37,9 +39,11 @@ OSB=$T/inst$PREFIX/bin/opencode-sandbox
 }
 ca=()
 [ -s "$CA_BUNDLE" ] && ca=(--build-ca "$CA_BUNDLE")
+BUILT=0
 if [ "${IMAGE_TEST_REUSE:-0}" = 1 ] && podman image exists "$IMAGE"; then
 	echo "reusing $IMAGE (IMAGE_TEST_REUSE=1)"
 else
+	BUILT=1
 	(cd "$T" && env HOME="$T/builder" timeout 1200 "$OSB" image build --tag "$IMAGE" \
 		--base "$BASE_IMAGE" "${ca[@]+"${ca[@]}"}" >"$T/build.log" 2>&1)
 	RC=$?
@@ -128,6 +132,23 @@ expect_contains "$(printf '%s' "$OUT" | python3 -c '
 import json, sys
 print([c["message"] for c in json.load(sys.stdin)["checks"] if c["id"] == "image.build"])' 2>&1)" \
 	"egressd $(sed -n 's/^set(EGRESS_VERSION \(.*\))$/\1/p' "$SRC_DIR/CMakeLists.txt"), built from" "... and names the version of its egressd"
+
+# --- 2b. a second build from other inputs, every layer cached ---
+# Only the digest differs (image/build-inputs is hashed, not copied): the
+# image must still get the new digest (podman 4.3 keeps a cached LABEL
+# layer whatever a build argument's value).
+if [ "$BUILT" = 1 ]; then
+	cp -a "$T/inst$PREFIX/share/opencode-sandbox" "$T/inputs2"
+	echo "# another revision" >>"$T/inputs2/build/image/build-inputs"
+	(cd "$T" && env HOME="$T/builder" OPENCODE_SANDBOX_DATADIR="$T/inputs2" timeout 1200 "$OSB" image build \
+		--tag "$IMAGE" --base "$BASE_IMAGE" "${ca[@]+"${ca[@]}"}" >"$T/build2.log" 2>&1)
+	expect_eq "$?" 0 "a second image build from other inputs ($(tail -n 3 "$T/build2.log"))"
+	OPENCODE_SANDBOX_DATADIR="$T/inputs2" osb doctor --json
+	expect_eq "$(printf '%s' "$OUT" | python3 -c '
+import json, sys
+print([c["status"] for c in json.load(sys.stdin)["checks"] if c["id"] == "image.build"])' 2>&1)" \
+		"['pass']" "... labels the image with the new inputs' digest"
+fi
 
 # --- 3b. the run ---
 osb run "STEP-HELLO: say hello"

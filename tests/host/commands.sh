@@ -294,6 +294,15 @@ begin init-usage
 osb init --global --project .
 golden
 expect_eq "$RC" 2 "--global and --project together"
+mkdir -p "$H/other"
+osb init --project "$H/other"
+expect_eq "$RC" 0 "init --project PATH"
+if [ -f "$H/other/.opencode-sandbox.yaml" ] && [ ! -e "$P/.opencode-sandbox.yaml" ]; then ok; else
+	bad "init --project PATH writes into PATH, not the working directory"
+fi
+osb init --project "$H"
+expect_eq "$RC" 2 "init --project with the home directory"
+expect_contains "$ERR" "is your home directory: name a project directory inside it" "... is refused"
 
 # --- skills ---
 

@@ -160,6 +160,8 @@ conn_audit(struct conn *c)
 	if (c->x->decision.graphql_present)
 		ev.graphql = &c->x->decision.gql;
 	ev.error = c->x->error;
+	ev.admitted = c->x->admitted;
+	c->x->admitted = 0;
 	audit_write(c->e->audit, &ev);
 	/* An exchange's kind is its metrics event (checked where conn_count_kinds is). */
 	if (c->x->decision.rule[0] != '\0') {
@@ -236,6 +238,8 @@ conn_exchange_free(struct conn *c)
 	c->flags &= ~(CONN_F_AUDITED | CONN_F_RESP_STARTED | CONN_F_CONTINUE_SENT);
 	if (x == NULL)
 		return;
+	if (x->admitted)
+		audit_release(c->e->audit);
 	http_msg_free(&x->req);
 	http_msg_free(&x->resp);
 	free(x->path); /* and the query with it */
@@ -306,10 +310,19 @@ conn_flush_close(struct conn *c)
 		conn_close(c, "done");
 }
 
-/* Act on c->x->decision: answer 403, intercept a CONNECT, or get an upstream. */
+/*
+ * Act on c->x->decision: answer 403, intercept a CONNECT, or get an
+ * upstream. First the audit log must keep room for the exchange's line:
+ * while it cannot be written, nothing goes on (audit.onError: block).
+ */
 void
 conn_proceed(struct conn *c)
 {
+	if (!audit_admit(c->e->audit)) {
+		respond_unavailable(c);
+		return;
+	}
+	c->x->admitted = 1;
 	if (c->x->decision.action == ACTION_BLOCK) {
 		respond_block(c);
 		return;

@@ -91,6 +91,7 @@ struct exchange {
 	int retried;           /* resent once after a stale pooled upstream */
 	int interim;           /* 1xx responses seen */
 	int upgrade;           /* a WebSocket upgrade was sent up */
+	int admitted;          /* the audit log keeps room for its line (audit_admit) */
 	const char *authority; /* host[:port] for the upstream's Host header */
 	struct host host;
 	uint16_t port;
@@ -174,6 +175,7 @@ void intercept_request(struct conn *);
 /* respond.c */
 void respond_error(struct conn *, int, const char *, const char *);
 void respond_block(struct conn *);
+void respond_unavailable(struct conn *);
 void respond_established(struct conn *);
 void respond_continue(struct conn *);
 

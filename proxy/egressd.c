@@ -1,10 +1,11 @@
 /*
  * egressd's runtime: the context every part of the proxy hangs off
  * (egressd_new), one libevent loop (egressd_run), and what happens to it
- * over time. SIGHUP reloads the policy atomically; SIGTERM and SIGINT
- * stop accepting, give open exchanges a grace period and end the loop;
- * a once-a-second tick gives memory back; audit lines made in one batch
- * of events are written together. main.c reads the command line and sets
+ * over time. SIGHUP reloads the policy atomically; SIGUSR1 reopens the
+ * audit log (logrotate); SIGTERM and SIGINT stop accepting, give open
+ * exchanges a grace period and end the loop; a once-a-second tick gives
+ * memory back and tries an audit log that could not be written; audit
+ * lines made in one batch of events are written together. main.c reads the command line and sets
  * up the listeners, the resolver and TLS on the context.
  */
 #include <sys/stat.h>
@@ -121,6 +122,20 @@ egressd_policy_load(const struct config_file *files, size_t nfiles)
 	return p;
 }
 
+/* audit.onError, audit.maxBytes and audit.keep of the policy p, for the writer. */
+static void
+egressd_audit_configure(struct egressd *e, const struct policy *p)
+{
+	const struct config *cfg = policy_config(p);
+	struct audit_settings set = {
+	    .on_error = cfg->audit_on_error ? AUDIT_ON_ERROR_CONTINUE : AUDIT_ON_ERROR_BLOCK,
+	    .max_bytes = cfg->audit_max_bytes,
+	    .keep = (unsigned)cfg->audit_keep,
+	};
+
+	audit_configure(e->audit, &set);
+}
+
 static void
 egressd_audit_daemon(struct egressd *e, const char *reason, const char *error)
 {
@@ -197,6 +212,7 @@ egressd_reload(struct egressd *e, struct buf *errs)
 			resolver_set_policy(e->resolver, p);
 		e->generation++;
 		egressd_sources_set(e, p);
+		egressd_audit_configure(e, p);
 		log_info("policy reloaded (mode %s)", config_mode_name(policy_mode(p)));
 		ev.action = "allow";
 		ev.reason = "policy reloaded";
@@ -222,6 +238,15 @@ egressd_reload_cb(evutil_socket_t sig, short what, void *arg)
 	buf_init(&errs);
 	(void)egressd_reload(e, &errs);
 	buf_free(&errs);
+}
+
+/* SIGUSR1: the audit log's file again, after a tool moved it away (logrotate). */
+static void
+egressd_reopen_cb(evutil_socket_t sig, short what, void *arg)
+{
+	struct egressd *e = arg;
+
+	(void)audit_reopen(e->audit);
 }
 
 /* A path as one shell word: as it is when it is plain, else single-quoted. */
@@ -342,6 +367,7 @@ egressd_trim_cb(evutil_socket_t fd, short what, void *arg)
 	struct egressd *e = arg;
 	struct mallinfo2 mi;
 
+	audit_tick(e->audit);
 	slab_trim(&e->xslab, 1);
 	upstream_pool_trim(e->pool);
 	conn_trim_idle(e);
@@ -408,8 +434,12 @@ egressd_new(const struct egressd_conf *conf)
 {
 	struct egressd *e;
 
-	/* A peer that went away is an error on its socket, not a signal. */
+	/*
+	 * A peer that went away is an error on its socket, not a signal; a
+	 * file size limit reached is a failed write of the audit log.
+	 */
 	signal(SIGPIPE, SIG_IGN);
+	signal(SIGXFSZ, SIG_IGN);
 	e = xcalloc(1, sizeof *e);
 	if ((e->base = egressd_base_new()) == NULL)
 		fatalx("cannot create the event loop");
@@ -424,6 +454,7 @@ egressd_new(const struct egressd_conf *conf)
 	e->generation = 1;
 	clock_gettime(CLOCK_REALTIME, &e->started);
 	egressd_sources_set(e, e->policy);
+	egressd_audit_configure(e, e->policy);
 	egressd_explain_cmd(e, NULL);
 	TAILQ_INIT(&e->conns);
 	e->pool = upstream_pool_new(e);
@@ -440,7 +471,8 @@ egressd_start(struct egressd *e)
 {
 	if (egressd_signal(e, &e->ev_hup, SIGHUP, egressd_reload_cb) == -1 ||
 	    egressd_signal(e, &e->ev_term, SIGTERM, egressd_term_cb) == -1 ||
-	    egressd_signal(e, &e->ev_int, SIGINT, egressd_term_cb) == -1)
+	    egressd_signal(e, &e->ev_int, SIGINT, egressd_term_cb) == -1 ||
+	    egressd_signal(e, &e->ev_usr1, SIGUSR1, egressd_reopen_cb) == -1)
 		return -1;
 	e->ev_audit = event_new(e->base, -1, 0, egressd_audit_flush_cb, e);
 	audit_set_batch(e->audit, egressd_audit_wakeup, e);
@@ -492,6 +524,7 @@ egressd_free(struct egressd *e)
 	egressd_event_free(e->ev_hup);
 	egressd_event_free(e->ev_term);
 	egressd_event_free(e->ev_int);
+	egressd_event_free(e->ev_usr1);
 	egressd_event_free(e->ev_grace);
 	egressd_event_free(e->ev_trim);
 	if (e->audit != NULL)

@@ -175,6 +175,12 @@ metrics_gather(struct egressd *e, struct metrics_snapshot *s)
 	s->audit_lines = as.lines;
 	s->audit_bytes = as.bytes;
 	s->audit_errors = as.write_errors;
+	s->audit_writable = !as.failing;
+	s->audit_refused = as.refused;
+	s->audit_unwritten = as.unwritten;
+	s->audit_unwritable = as.failures;
+	s->audit_rotations = as.rotations;
+	s->audit_reserved = as.reserved;
 	s->control_clients = control_clients(e->control);
 }
 
@@ -317,6 +323,25 @@ metrics_process(const struct metrics_snapshot *s, struct buf *b)
 	            s->audit_bytes);
 	metrics_one(b, "egressd_audit_write_errors_total", "counter",
 	            "Audit log writes that failed or landed short.", s->audit_errors);
+	metrics_one(b, "egressd_audit_writable", "gauge",
+	            "1 while the audit log can be written, 0 while it cannot.",
+	            (uint64_t)s->audit_writable);
+	metrics_one(b, "egressd_audit_unwritable_total", "counter",
+	            "Times the audit log became impossible to write (a full disk, an I/O error).",
+	            s->audit_unwritable);
+	metrics_one(b, "egressd_audit_refused_total", "counter",
+	            "Requests refused because their audit line could not be written "
+	            "(audit.onError: block).",
+	            s->audit_refused);
+	metrics_one(b, "egressd_audit_lines_unwritten_total", "counter",
+	            "Audit lines made that could not be written (their seqs are in the "
+	            "daemon line written after).",
+	            s->audit_unwritten);
+	metrics_one(b, "egressd_audit_rotations_total", "counter",
+	            "Audit log rotations (audit.maxBytes).", s->audit_rotations);
+	metrics_one(b, "egressd_audit_reserved_bytes", "gauge",
+	            "Disk space allocated ahead of the audit lines still to come.",
+	            s->audit_reserved);
 	metrics_one(b, "egressd_control_requests_total", "counter",
 	            "Requests on the control socket.", s->m->control_requests);
 	metrics_one(b, "egressd_control_errors_total", "counter",

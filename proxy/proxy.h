@@ -118,6 +118,7 @@ struct egressd {
 	struct event *ev_hup;
 	struct event *ev_term;
 	struct event *ev_int;
+	struct event *ev_usr1; /* reopens the audit log */
 	struct event *ev_grace;
 	struct event *ev_trim;
 	struct event *ev_audit; /* writes the batched audit lines */
@@ -183,6 +184,12 @@ struct metrics_snapshot {
 	uint64_t audit_lines;
 	uint64_t audit_bytes;
 	uint64_t audit_errors;
+	int audit_writable;        /* 0 while lines cannot be written */
+	uint64_t audit_refused;    /* requests refused because they could not be audited */
+	uint64_t audit_unwritten;  /* lines that could not be written */
+	uint64_t audit_unwritable; /* times the log became unwritable */
+	uint64_t audit_rotations;
+	uint64_t audit_reserved; /* bytes allocated ahead of the lines */
 	uint64_t control_clients;
 };
 void metrics_gather(struct egressd *, struct metrics_snapshot *);

@@ -223,6 +223,24 @@ status_audit(struct buf *b, struct egressd *e)
 	status_u64(b, "lines", st.lines);
 	status_u64(b, "bytes", st.bytes);
 	status_u64(b, "write_errors", st.write_errors);
+	status_key(b, "on_error", 0);
+	json_escape_str(b, st.on_error == AUDIT_ON_ERROR_BLOCK ? "block" : "continue");
+	/* ok, or what egressd does while lines cannot be written. */
+	status_key(b, "state", 0);
+	json_escape_str(b, !st.failing                           ? "ok"
+	                   : st.on_error == AUDIT_ON_ERROR_BLOCK ? "refusing"
+	                                                         : "losing");
+	status_key(b, "error", 0);
+	if (st.failing) {
+		json_escape_str(b, strerror(st.error));
+		status_time(b, "since", &st.since);
+	} else
+		buf_adds(b, "null");
+	status_u64(b, "refused", st.refused);
+	status_u64(b, "unwritten", st.unwritten);
+	status_u64(b, "unwritable", st.failures);
+	status_u64(b, "rotations", st.rotations);
+	status_u64(b, "reserved_bytes", st.reserved);
 	buf_addc(b, '}');
 }
 

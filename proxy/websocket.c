@@ -37,8 +37,11 @@ websocket_free(struct websocket *ws)
 	free(ws);
 }
 
-/* One `websocket` audit event: an operation, or a message or frame refused. */
-static void
+/*
+ * One `websocket` audit event: an operation, or a message or frame
+ * refused. -1 when its line cannot be written.
+ */
+static int
 websocket_audit(struct conn *c, const struct decision *d)
 {
 	struct audit_event ev;
@@ -62,7 +65,7 @@ websocket_audit(struct conn *c, const struct decision *d)
 	}
 	if (d->graphql_present)
 		ev.graphql = &d->gql;
-	audit_write(c->e->audit, &ev);
+	return audit_write(c->e->audit, &ev);
 }
 
 /*
@@ -189,8 +192,16 @@ websocket_message(struct conn *c)
 	} else
 		graphql_ws_classify(ws->proto, ws->rd.msg.data, ws->rd.msg.len, &m);
 	policy_decide_ws_message(c->policy, &m, &d);
-	if (m.kind != GQL_WS_CONTROL)
-		websocket_audit(c, &d);
+	/* Its line comes first: a message goes up only once the log keeps it. */
+	if (m.kind != GQL_WS_CONTROL &&
+	    (audit_refusing(c->e->audit) ||
+	     (websocket_audit(c, &d) == -1 && audit_refusing(c->e->audit)))) {
+		audit_refused(c->e->audit);
+		audit_refusal(c->e->audit, text, sizeof text);
+		websocket_close(c, WS_CLOSE_TRY_LATER, text,
+		                "WebSocket message refused: the audit log cannot be written");
+		return -1;
+	}
 	if (d.action == ACTION_BLOCK) {
 		snprintf(text, sizeof text, "egressd: message refused (rule %s)", d.rule);
 		websocket_close(c, WS_CLOSE_POLICY, text,
@@ -213,7 +224,7 @@ websocket_frame_error(struct conn *c)
 	str_copy(d.source, sizeof d.source, "builtin");
 	d.list = POLICY_LIST_WEBSOCKET;
 	snprintf(d.reason, sizeof d.reason, "WebSocket frame refused: %s", rd->err);
-	websocket_audit(c, &d);
+	(void)websocket_audit(c, &d);
 	websocket_close(c, (unsigned)rd->close_code, rd->err, rd->err);
 }
 

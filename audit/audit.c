@@ -724,8 +724,9 @@ audit_flush(struct audit *a)
 	audit_settle(a, (size_t)n);
 	if ((size_t)n != len)
 		return -1;
+	/* A rotation that failed is tried again from the tick, not on every write. */
 	if (a->set.max_bytes > 0 && (uint64_t)a->size >= a->set.max_bytes &&
-	    !(a->flags & (AUDIT_F_FAILING | AUDIT_F_PROBING)))
+	    !(a->flags & (AUDIT_F_FAILING | AUDIT_F_PROBING)) && !a->rotate_failed)
 		(void)logfile_rotate(a);
 	return 0;
 }
@@ -838,7 +839,6 @@ audit_close(struct audit *a)
 	if (a == NULL)
 		return;
 	(void)audit_flush(a);
-	logfile_room_release(a, 0);
 	if ((a->flags & AUDIT_F_REGULAR) && fsync(a->fd) == -1)
 		log_warn("audit: fsync");
 	if ((a->flags & AUDIT_F_CLOSE) && close(a->fd) == -1)

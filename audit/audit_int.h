@@ -99,7 +99,7 @@ int logfile_open(const char *, int, struct stat *, char *, size_t);
 int logfile_resume(struct audit *, int, const char *, char *, size_t);
 void logfile_room_init(struct audit *, const struct stat *);
 int logfile_reserve(struct audit *, off_t);
-void logfile_room_release(struct audit *, int);
+void logfile_room_release(struct audit *);
 void logfile_cache_note(struct audit *, size_t);
 int logfile_rotate(struct audit *);
 int logfile_reopen(struct audit *);

@@ -316,22 +316,23 @@ logfile_reserve(struct audit *a, off_t need)
 }
 
 /*
- * Give back the blocks reserved past the end. Another process appending
- * to the same file (which the chain does not support, but the lines must
- * survive) would write into them, so unless the file was just rotated
- * away (moved) they are given back only while its size is the one this
- * writer made.
+ * Give back the blocks reserved past the end of a file this writer has
+ * just moved away (rotated, or reopened after a tool moved it): truncating
+ * a file to its own size frees what lies past it (ext4, xfs, tmpfs;
+ * punching a hole there does nothing on ext4). A file still at the log's
+ * path keeps them at close: another process appending to it (which the
+ * chain does not support, but its lines must survive) could be cut by the
+ * truncation, and the next writer of the file grows into them.
  */
 void
-logfile_room_release(struct audit *a, int moved)
+logfile_room_release(struct audit *a)
 {
 	struct stat st;
 
 	if (!(a->flags & AUDIT_F_ROOM) || a->reserved <= a->size)
 		return;
-	if (fstat(a->fd, &st) == 0 && (moved || st.st_size == a->size) && a->reserved > st.st_size)
-		(void)fallocate(a->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, st.st_size,
-		                a->reserved - st.st_size);
+	if (fstat(a->fd, &st) == 0)
+		(void)ftruncate(a->fd, st.st_size);
 	a->reserved = a->size;
 }
 
@@ -389,7 +390,7 @@ logfile_name(const char *path, unsigned n)
 static void
 logfile_switch(struct audit *a, int fd, const struct stat *st)
 {
-	logfile_room_release(a, 1);
+	logfile_room_release(a);
 	if (close(a->fd) == -1)
 		log_warn("audit: close");
 	a->fd = fd;
@@ -515,29 +516,37 @@ logfile_reopen(struct audit *a)
 }
 
 /*
- * The files of the log at path, oldest first: FILE.n down to FILE.1 (from
- * 1 up, as far as they go on without a hole), then FILE itself, listed
- * whether it exists or not. Free with logfile_set_free.
+ * The files of the log at path, oldest first: every FILE.n there is, from
+ * the highest n down to FILE.1, then FILE itself, listed whether it exists
+ * or not. A missing number in between is left out, so that a reader
+ * checking the chain finds the break where the file was. Free with
+ * logfile_set_free.
  */
 char **
 logfile_set(const char *path, size_t *n)
 {
 	struct stat st;
 	char **v, *name;
-	unsigned k, i;
+	unsigned k, i, top = 0, have = 0;
+	unsigned char *there;
 
-	for (k = 0; k < AUDIT_KEEP_MAX; k++) {
-		name = logfile_name(path, k + 1);
-		i = stat(name, &st) == 0 && S_ISREG(st.st_mode);
+	there = xcalloc(AUDIT_KEEP_MAX + 1, 1);
+	for (k = 1; k <= AUDIT_KEEP_MAX; k++) {
+		name = logfile_name(path, k);
+		if (stat(name, &st) == 0 && S_ISREG(st.st_mode)) {
+			there[k] = 1;
+			top = k;
+			have++;
+		}
 		free(name);
-		if (!i)
-			break;
 	}
-	v = xcalloc(k + 1, sizeof *v);
-	for (i = 0; i < k; i++)
-		v[i] = logfile_name(path, k - i);
-	v[k] = xstrdup(path);
-	*n = k + 1;
+	v = xcalloc(have + 1, sizeof *v);
+	for (k = top, i = 0; k > 0; k--)
+		if (there[k])
+			v[i++] = logfile_name(path, k);
+	v[i] = xstrdup(path);
+	*n = have + 1;
+	free(there);
 	return v;
 }
 

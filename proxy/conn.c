@@ -200,6 +200,49 @@ conn_audit_tls(struct conn *c, const char *rule, const char *reason, const char 
 	metrics_count(&c->e->m, METRICS_EV_TLS, ACTION_BLOCK, 0, 0);
 }
 
+static size_t
+conn_side_buffered(const struct conn_side *s)
+{
+	if (s->bev == NULL)
+		return 0;
+	return evbuffer_get_length(bufferevent_get_input(s->bev)) +
+	       evbuffer_get_length(bufferevent_get_output(s->bev));
+}
+
+/*
+ * What the connection holds in its buffers now, into the runtime's total
+ * (the memory budget, --max-buffered): both sides' input and output, a
+ * body held for the decision, a WebSocket message being read. Called
+ * where they grow or drain; a handful of loads, no system call.
+ */
+void
+conn_account(struct conn *c)
+{
+	size_t n;
+
+	if (c->flags & CONN_F_CLOSED)
+		return;
+	n = conn_side_buffered(&c->client) + conn_side_buffered(&c->up);
+	if (c->x != NULL && c->x->held != NULL)
+		n += evbuffer_get_length(c->x->held);
+	if (c->x != NULL && c->x->ws != NULL)
+		n += websocket_held(c->x->ws);
+	c->e->buffered = c->e->buffered - c->buffered + n;
+	c->buffered = n;
+}
+
+/*
+ * How much a side may queue for its peer before the other side stops
+ * being read: SIDE_HIGH_MARK, or, while the connections together hold
+ * more than the budget, little enough that each keeps moving and none
+ * grows.
+ */
+size_t
+conn_high_mark(const struct conn *c)
+{
+	return c->e->buffered > c->e->lim.max_buffered ? SIDE_TIGHT_MARK : SIDE_HIGH_MARK;
+}
+
 /* Free the connections closed since the last time (e->ev_reap, or at the end). */
 static void
 conn_reap_cb(evutil_socket_t fd, short what, void *arg)
@@ -291,6 +334,8 @@ conn_close(struct conn *c, const char *why)
 		event_free(c->peek_retry);
 	c->peek = c->peek_retry = NULL;
 	conn_exchange_free(c);
+	e->buffered -= c->buffered;
+	c->buffered = 0;
 	TAILQ_REMOVE(&e->conns, c, entry);
 	e->nconns--;
 	TAILQ_INSERT_TAIL(&e->closed, c, entry);
@@ -430,6 +475,8 @@ conn_client_write_cb(struct bufferevent *bev, void *arg)
 	}
 	if (c->up.throttled)
 		relay_pump(c);
+	else
+		conn_account(c);
 }
 
 void
@@ -463,6 +510,8 @@ conn_up_write_cb(struct bufferevent *bev, void *arg)
 	}
 	if (c->client.throttled)
 		relay_pump(c);
+	else
+		conn_account(c);
 }
 
 void

@@ -35,11 +35,14 @@
  */
 #define EGRESSD_TRIM_BYTES (1024 * 1024)
 
+#define EGRESSD_MAX_BUFFERED (256 * 1024 * 1024) /* --max-buffered without a memory limit */
+
 void
 egressd_conf_init(struct egressd_conf *conf)
 {
 	memset(conf, 0, sizeof *conf);
 	conf->lim.max_conns = 4096;
+	conf->lim.max_buffered = EGRESSD_MAX_BUFFERED;
 	conf->lim.header_timeout = 15;
 	conf->lim.idle_timeout = 60;
 	conf->lim.connect_timeout = 10;
@@ -318,7 +321,98 @@ egressd_conn_gone(struct egressd *e)
 {
 	if (e->draining && e->nconns == 0)
 		egressd_stop(e);
-	else if (!e->draining && e->nconns < e->lim.max_conns)
+	else if (!e->draining && e->nconns < e->lim.max_conns && e->buffered <= e->lim.max_buffered)
+		egressd_listeners(e, listener_resume);
+}
+
+static const char *const egressd_overload_rules[OVERLOAD_COUNT] = {
+    [OVERLOAD_CONNS] = "max-conns",
+    [OVERLOAD_MEMORY] = "max-buffered",
+};
+
+static int
+egressd_over(const struct egressd *e, enum overload_kind k)
+{
+	return k == OVERLOAD_CONNS ? e->nconns >= e->lim.max_conns
+	                           : e->buffered > e->lim.max_buffered;
+}
+
+/*
+ * A limit was hit (e->overloaded): an episode starts unless one is on,
+ * with a `daemon` line and one line on stderr.
+ */
+static void
+egressd_overloaded(struct egressd *e, enum overload_kind k)
+{
+	struct overload *ov = &e->ov[k];
+	struct audit_event ev;
+	char text[256];
+
+	if (ov->on)
+		return;
+	ov->on = 1;
+	ov->since_ms = time_mono_ms();
+	ov->episodes++;
+	ov->ep_shed = 0;
+	if (k == OVERLOAD_CONNS)
+		snprintf(text, sizeof text,
+		         "%u connections open (--max-conns): new connections wait in the listen "
+		         "queue",
+		         e->nconns);
+	else
+		snprintf(text, sizeof text,
+		         "%zu bytes held in connection buffers, past --max-buffered %zu: "
+		         "connections move in small steps, new ones wait, bodies to hold are "
+		         "refused (503)",
+		         e->buffered, e->lim.max_buffered);
+	log_warnx("overload: %s", text);
+	audit_event_init(&ev);
+	ev.event = "daemon";
+	ev.reason = "overload";
+	ev.rule = egressd_overload_rules[k];
+	ev.mode = config_mode_name(policy_mode(e->policy));
+	ev.error = text;
+	audit_write(e->audit, &ev);
+}
+
+/*
+ * Once a second: an episode whose limit no longer holds ends (a `daemon`
+ * line with how long it lasted and what was shed: at most one pair of
+ * lines a second, however often the limit is hit and cleared), one whose
+ * limit holds without anything having hit it yet starts, and accepting
+ * resumes once no limit holds.
+ */
+static void
+egressd_overload_tick(struct egressd *e)
+{
+	struct audit_event ev;
+	struct overload *ov;
+	uint64_t ms;
+	int k;
+
+	for (k = 0; k < OVERLOAD_COUNT; k++) {
+		ov = &e->ov[k];
+		if (egressd_over(e, (enum overload_kind)k)) {
+			egressd_overloaded(e, (enum overload_kind)k);
+			continue;
+		}
+		if (!ov->on)
+			continue;
+		ov->on = 0;
+		ms = time_mono_ms() - ov->since_ms;
+		ov->ms_total += ms;
+		log_info("overload over (%s): %.1f s, %llu shed", egressd_overload_rules[k],
+		         (double)ms / 1000.0, (unsigned long long)ov->ep_shed);
+		audit_event_init(&ev);
+		ev.event = "daemon";
+		ev.reason = "overload over";
+		ev.rule = egressd_overload_rules[k];
+		ev.mode = config_mode_name(policy_mode(e->policy));
+		ev.duration_ms = (int64_t)ms;
+		ev.refused = (int64_t)ov->ep_shed;
+		audit_write(e->audit, &ev);
+	}
+	if (!e->draining && !egressd_over(e, OVERLOAD_CONNS) && !egressd_over(e, OVERLOAD_MEMORY))
 		egressd_listeners(e, listener_resume);
 }
 
@@ -368,6 +462,7 @@ egressd_trim_cb(evutil_socket_t fd, short what, void *arg)
 	struct mallinfo2 mi;
 
 	audit_tick(e->audit);
+	egressd_overload_tick(e);
 	slab_trim(&e->xslab, 1);
 	upstream_pool_trim(e->pool);
 	conn_trim_idle(e);
@@ -451,6 +546,7 @@ egressd_new(const struct egressd_conf *conf)
 	e->http = conf->http;
 	e->audit_path = xstrdup(conf->audit_path != NULL ? conf->audit_path : "-");
 	e->conn_gone = egressd_conn_gone;
+	e->overloaded = egressd_overloaded;
 	e->generation = 1;
 	clock_gettime(CLOCK_REALTIME, &e->started);
 	egressd_sources_set(e, e->policy);

@@ -89,10 +89,18 @@ listener_accept_cb(struct evconnlistener *lev, evutil_socket_t fd, struct sockad
 {
 	struct listener *l = arg;
 	struct egressd *e = l->e;
+	enum overload_kind kind;
 
-	if (e->draining || e->nconns >= e->lim.max_conns) {
+	if (e->draining || e->nconns >= e->lim.max_conns || e->buffered > e->lim.max_buffered) {
+		/* Accepted past a limit (the pause came one accept late): closed at once. */
 		close(fd);
 		listener_pause(l);
+		if (!e->draining) {
+			kind = e->nconns >= e->lim.max_conns ? OVERLOAD_CONNS : OVERLOAD_MEMORY;
+			e->ov[kind].shed++;
+			e->ov[kind].ep_shed++;
+			e->overloaded(e, kind);
+		}
 		return;
 	}
 	if (!l->nodelay)
@@ -102,9 +110,9 @@ listener_accept_cb(struct evconnlistener *lev, evutil_socket_t fd, struct sockad
 		transparent_accept(e, fd, sa);
 	else
 		conn_accept(e, fd, sa, (socklen_t)salen);
-	if (e->nconns >= e->lim.max_conns) {
-		log_warnx("connection limit (%u) reached: accepting paused", e->lim.max_conns);
+	if (e->nconns >= e->lim.max_conns || e->buffered > e->lim.max_buffered) {
 		listener_pause(l);
+		e->overloaded(e, e->nconns >= e->lim.max_conns ? OVERLOAD_CONNS : OVERLOAD_MEMORY);
 	}
 }
 

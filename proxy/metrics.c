@@ -163,6 +163,10 @@ metrics_gather(struct egressd *e, struct metrics_snapshot *s)
 		s->dns_cache_bytes = rs.cache_bytes;
 	}
 	conn_count_kinds(e, s->open);
+	memcpy(s->m_ov, e->ov, sizeof s->m_ov);
+	s->max_conns = e->lim.max_conns;
+	s->buffered = e->buffered;
+	s->max_buffered = e->lim.max_buffered;
 	s->pool_idle = upstream_pool_idle(e->pool);
 	if (e->tls != NULL) {
 		tls_ca_info(e->tls, &ca);
@@ -253,6 +257,44 @@ metrics_requests(const struct metrics_snapshot *s, struct buf *b)
 	            s->m->packets_dropped);
 }
 
+/* The limits, what the buffers hold, and the overload episodes by limit. */
+static void
+metrics_overload(const struct metrics_snapshot *s, struct buf *b)
+{
+	static const char *const limits[OVERLOAD_COUNT] = {"connections", "memory"};
+	char labels[64];
+	int k;
+
+	metrics_one(b, "egressd_connections_max", "gauge",
+	            "The connection limit (--max-conns, or fitted to a memory limit).",
+	            s->max_conns);
+	metrics_one(b, "egressd_buffered_bytes", "gauge",
+	            "Bytes held in the connections' buffers now.", s->buffered);
+	metrics_one(b, "egressd_buffered_max_bytes", "gauge",
+	            "The memory budget of the connections' buffers (--max-buffered, or fitted to "
+	            "a memory limit).",
+	            s->max_buffered);
+	metrics_head(b, "egressd_overload", "gauge",
+	             "1 while a limit holds and egressd sheds load, by limit.");
+	for (k = 0; k < OVERLOAD_COUNT; k++) {
+		snprintf(labels, sizeof labels, "{limit=\"%s\"}", limits[k]);
+		metrics_u64(b, "egressd_overload", labels, (uint64_t)s->m_ov[k].on);
+	}
+	metrics_head(b, "egressd_overload_episodes_total", "counter",
+	             "Times a limit began to hold, by limit.");
+	for (k = 0; k < OVERLOAD_COUNT; k++) {
+		snprintf(labels, sizeof labels, "{limit=\"%s\"}", limits[k]);
+		metrics_u64(b, "egressd_overload_episodes_total", labels, s->m_ov[k].episodes);
+	}
+	metrics_head(b, "egressd_overload_shed_total", "counter",
+	             "Connections closed at accept and requests refused (503, WebSocket 1013) "
+	             "while a limit held, by limit.");
+	for (k = 0; k < OVERLOAD_COUNT; k++) {
+		snprintf(labels, sizeof labels, "{limit=\"%s\"}", limits[k]);
+		metrics_u64(b, "egressd_overload_shed_total", labels, s->m_ov[k].shed);
+	}
+}
+
 static void
 metrics_conns_write(const struct metrics_snapshot *s, struct buf *b)
 {
@@ -273,6 +315,7 @@ metrics_conns_write(const struct metrics_snapshot *s, struct buf *b)
 	}
 	metrics_one(b, "egressd_upstream_idle_connections", "gauge",
 	            "Idle upstream connections kept for reuse.", s->pool_idle);
+	metrics_overload(s, b);
 	metrics_one(b, "egressd_dns_cache_entries", "gauge", "Answers in the DNS cache.",
 	            s->dns_cache_entries);
 	metrics_one(b, "egressd_dns_cache_bytes", "gauge", "Bytes the DNS cache's answers take.",

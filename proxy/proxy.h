@@ -33,6 +33,7 @@ struct upstream_pool;
 
 struct egressd_limits {
 	unsigned max_conns;           /* client connections at once */
+	size_t max_buffered;          /* bytes held in connection buffers, all together */
 	unsigned header_timeout;      /* seconds to send a whole request head */
 	unsigned idle_timeout;        /* seconds a keep-alive client may idle */
 	unsigned connect_timeout;     /* seconds to resolve and connect upstream */
@@ -42,6 +43,27 @@ struct egressd_limits {
 	unsigned pool_idle_timeout;   /* seconds an idle upstream is kept */
 	unsigned pool_max_idle;       /* idle upstreams kept per host:port */
 	unsigned pool_max_total;      /* idle upstreams kept in all */
+};
+
+/*
+ * Overload: a limit reached (connections open, or bytes held in buffers).
+ * While one holds, new connections wait in the listen queue; past the
+ * memory budget, connections holding more than a little stop reading and
+ * requests that need a body held are refused (503). Each episode is a
+ * `daemon` line when it starts and when it ends.
+ */
+enum overload_kind {
+	OVERLOAD_CONNS,  /* --max-conns */
+	OVERLOAD_MEMORY, /* --max-buffered */
+	OVERLOAD_COUNT,
+};
+struct overload {
+	int on;
+	uint64_t since_ms; /* monotonic, while on */
+	uint64_t episodes; /* how many began */
+	uint64_t ms_total; /* time spent in the ones that ended */
+	uint64_t shed;     /* requests refused (memory), accept pauses (connections) */
+	uint64_t ep_shed;  /* ... in this episode */
 };
 
 /*
@@ -127,11 +149,15 @@ struct egressd {
 	 * the runtime's own: resume accepting, or end a drain).
 	 */
 	void (*conn_gone)(struct egressd *);
+	/* Called when a limit is hit (listener, engine): starts an overload episode. */
+	void (*overloaded)(struct egressd *, enum overload_kind);
 	TAILQ_HEAD(, conn) conns;
 	TAILQ_HEAD(, conn) closed; /* closed, to be freed by ev_reap */
 	struct event *ev_reap;
 	unsigned nconns;
 	uint64_t conn_seq;
+	size_t buffered; /* bytes in the connections' buffers (conn_account) */
+	struct overload ov[OVERLOAD_COUNT];
 	struct egressd_limits lim;
 	struct http_limits http;
 	struct upstream_pool *pool;
@@ -176,6 +202,10 @@ struct metrics_snapshot {
 	uint64_t dns_cache_entries;
 	uint64_t dns_cache_bytes;
 	uint64_t open[METRICS_CONN_COUNT];
+	struct overload m_ov[OVERLOAD_COUNT];
+	uint64_t max_conns;
+	uint64_t buffered;
+	uint64_t max_buffered;
 	uint64_t pool_idle;
 	int has_ca;
 	double ca_not_after;

@@ -28,6 +28,13 @@ struct websocket {
 	enum gql_ws_proto proto;
 };
 
+/* The bytes of a client message being read, held until it is whole. */
+size_t
+websocket_held(const struct websocket *ws)
+{
+	return ws->rd.msg.len;
+}
+
 void
 websocket_free(struct websocket *ws)
 {
@@ -245,7 +252,7 @@ websocket_pump(struct conn *c)
 	size_t used;
 
 	websocket_down(c);
-	while (evbuffer_get_length(uout) <= SIDE_HIGH_MARK &&
+	while (evbuffer_get_length(uout) <= conn_high_mark(c) &&
 	       evbuffer_peek(cin, -1, NULL, &v, 1) == 1 && v.iov_len > 0) {
 		if (ws->rd.closed) {
 			/* After its close frame a client sends nothing more (§5.5.1). */
@@ -254,6 +261,15 @@ websocket_pump(struct conn *c)
 		}
 		r = ws_reader_feed(&ws->rd, v.iov_base, v.iov_len, &used);
 		evbuffer_drain(cin, used);
+		/* Past the memory budget, a large message being read is not waited for. */
+		if (ws->rd.msg.len > SIDE_TIGHT_MARK && c->e->buffered > c->e->lim.max_buffered) {
+			c->e->overloaded(c->e, OVERLOAD_MEMORY);
+			c->e->ov[OVERLOAD_MEMORY].shed++;
+			c->e->ov[OVERLOAD_MEMORY].ep_shed++;
+			websocket_close(c, WS_CLOSE_TRY_LATER, "egressd is over its memory budget",
+			                "WebSocket message refused: over the memory budget");
+			return;
+		}
 		if (r == WS_ERROR) {
 			websocket_frame_error(c);
 			return;
@@ -264,6 +280,6 @@ websocket_pump(struct conn *c)
 		if (r == WS_MESSAGE && websocket_message(c) == -1)
 			return;
 	}
-	side_throttle(&c->client, &c->up);
-	side_throttle(&c->up, &c->client);
+	side_throttle(&c->client, &c->up, conn_high_mark(c));
+	side_throttle(&c->up, &c->client, conn_high_mark(c));
 }

@@ -12,7 +12,7 @@
   faulty.py vanish --proxy PORT --url U ... a client that goes away in the
                                             middle of an exchange
 
-HTTP paths: /ok (200), /reset (a head promising 1 MB, 32 KiB of it, then
+HTTP paths: /ok and /id/ANYTHING (200), /reset (a head promising 1 MB, 32 KiB of it, then
 a TCP reset), /halfclose (reads the request, then shuts its side down
 without answering), /halfclose-body (the head, 32 KiB, then shuts its side
 down), /garbage (bytes that are not HTTP), /sink (reads a request body,
@@ -110,7 +110,7 @@ def http_one(s, log):
     method, target, hdrs, rest = read_head(s)
     path, _, query = target.partition("?")
     log(kind="http", method=method, path=path)
-    if path == "/ok":
+    if path == "/ok" or path.startswith("/id/"):
         s.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
         return True
     if path == "/reset":
@@ -254,7 +254,8 @@ def serve_dns(args):
 class Client:
     """Requests through the proxy until the stop file appears: a keep-alive
     connection, a new connection each time, and (with --tls-url) requests
-    inside an intercepted tunnel; each result is logged."""
+    inside an intercepted tunnel; each result is logged with its id (with
+    --tag the id ends the URL, so the origin and the audit log name it)."""
 
     def __init__(self, args):
         self.args = args
@@ -265,8 +266,7 @@ class Client:
         s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         return s
 
-    @staticmethod
-    def response(f):
+    def response(self, f):
         line = f.readline()
         if not line:
             raise EOFError("closed before a response")
@@ -282,6 +282,7 @@ class Client:
         body = f.read(length)
         if len(body) != length:
             raise EOFError("body cut")
+        self.body = body.decode("latin-1")[:300] if status != 200 else None
         return status
 
     def exchange(self, conn, target, host):
@@ -317,10 +318,14 @@ class Client:
         path = "/" + a.url.split("/", 3)[3]
         kinds = ["keepalive", "new"] + (["tls"] if a.tls_host else [])
         conns = {}
+        n = 0
         deadline = time.monotonic() + a.max_seconds
         while not os.path.exists(a.stop_file) and time.monotonic() < deadline:
             for kind in kinds:
                 t0 = time.monotonic()
+                n += 1
+                rid = "%s-%d" % (kind, n)
+                self.body = None
                 try:
                     if kind not in conns:
                         if kind == "tls":
@@ -330,6 +335,8 @@ class Client:
                             conns[kind] = (s, s.makefile("rb"))
                     if kind == "tls":
                         status = self.exchange(conns[kind], path, a.tls_host)
+                    elif a.tag:
+                        status = self.exchange(conns[kind], a.url + rid, url_host)
                     else:
                         status = self.exchange(conns[kind], a.url, url_host)
                     err = None
@@ -339,8 +346,8 @@ class Client:
                     c = conns.pop(kind, None)
                     if c is not None:
                         c[0].close()
-                self.log(kind=kind, status=status, ms=round((time.monotonic() - t0) * 1000, 1),
-                         error=err)
+                self.log(kind=kind, id=rid, status=status,
+                         ms=round((time.monotonic() - t0) * 1000, 1), error=err, body=self.body)
             time.sleep(a.interval)
         for c in conns.values():
             c[0].close()
@@ -390,6 +397,8 @@ def main():
     ap.add_argument("--cafile", help="client: the CA that signs the tunnel's leaf")
     ap.add_argument("--stop-file", help="client: stop when this file exists")
     ap.add_argument("--interval", type=float, default=0.02)
+    ap.add_argument("--tag", action="store_true",
+                    help="client: each request's URL gets KIND-N appended, N counting up")
     ap.add_argument("--post", type=int, default=0, help="vanish: the body length promised")
     ap.add_argument("--send", type=int, default=0, help="vanish: the body bytes sent")
     ap.add_argument("--read", type=int, default=0, help="vanish: the response bytes read")

@@ -13,6 +13,7 @@
 # well-behaved client gets a 200 for every request, none slower than a
 # bound; egressd stays up and, once the clients are gone, holds the file
 # descriptors it held before (plus the idle upstreams it pools).
+# shellcheck disable=SC2153 # FH_PORT, FS_PORT, FD_PORT, FD_PID: set by start_faulty
 # shellcheck source=../integration/lib.sh
 . "$SRC_DIR/tests/integration/lib.sh"
 # shellcheck source=../lib/sh/pki.sh
@@ -44,7 +45,6 @@ start_faulty() {
 	}
 	printf -v "${name}_PORT" %s "$(cat "$T/$name.port")"
 }
-# shellcheck disable=SC2153 # FH_PORT, FS_PORT, FD_PORT, FD_PID: set by start_faulty
 start_faulty http FH
 start_faulty stall FS
 start_faulty dns FD --slow 2

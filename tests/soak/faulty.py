@@ -12,7 +12,7 @@
   faulty.py vanish --proxy PORT --url U ... a client that goes away in the
                                             middle of an exchange
 
-HTTP paths: /ok and /id/ANYTHING (200), /reset (a head promising 1 MB, 32 KiB of it, then
+HTTP paths: /ok and /id/ANYTHING (200), /slow?ms=N (200 after N ms), /reset (a head promising 1 MB, 32 KiB of it, then
 a TCP reset), /halfclose (reads the request, then shuts its side down
 without answering), /halfclose-body (the head, 32 KiB, then shuts its side
 down), /garbage (bytes that are not HTTP), /sink (reads a request body,
@@ -112,6 +112,11 @@ def http_one(s, log):
     log(kind="http", method=method, path=path)
     if path == "/ok" or path.startswith("/id/"):
         s.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+        return True
+    if path == "/slow":
+        time.sleep(min(int(query.partition("ms=")[2] or "1000"), 60000) / 1000.0)
+        s.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+        log(kind="slow", done=True)
         return True
     if path == "/reset":
         s.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 1000000\r\n\r\n" + b"r" * 32768)

@@ -443,7 +443,7 @@ egressd_term_cb(evutil_socket_t sig, short what, void *arg)
 	e->draining = 1;
 	log_info("signal %d: draining %u connection%s (grace %us)", (int)sig, e->nconns,
 	         e->nconns == 1 ? "" : "s", e->lim.grace);
-	egressd_listeners(e, listener_pause);
+	egressd_listeners(e, listener_shut);
 	if (e->resolver != NULL)
 		resolver_stop(e->resolver);
 	conn_drain_idle(e);

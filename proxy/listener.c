@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/socket.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -184,6 +185,21 @@ listener_pause(struct listener *l)
 	if (!l->paused)
 		evconnlistener_disable(l->lev);
 	l->paused = 1;
+}
+
+/*
+ * Stop listening for good (a drain): a paused listener still completes
+ * handshakes into its backlog, where a client would wait, unanswered,
+ * until egressd exits. Shut down, the socket refuses new connections
+ * and resets those in its backlog, so clients go elsewhere at once. The
+ * descriptor stays open until listener_free.
+ */
+void
+listener_shut(struct listener *l)
+{
+	listener_pause(l);
+	if (shutdown(evconnlistener_get_fd(l->lev), SHUT_RDWR) == -1)
+		log_warn("listener shutdown");
 }
 
 void

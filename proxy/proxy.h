@@ -298,6 +298,7 @@ struct listener *listener_new(struct egressd *, int, enum listener_kind);
 void listener_free(struct listener *);
 void listener_pause(struct listener *);
 void listener_resume(struct listener *);
+void listener_shut(struct listener *);
 int listener_bind(const char *, enum listener_kind, int, char *, size_t);
 int listener_private(int, const struct sockaddr_storage *, enum listener_kind, int, char *, size_t);
 

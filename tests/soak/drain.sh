@@ -2,7 +2,7 @@
 # SIGTERM under load drains. egressd serves a tagged client (faulty.py
 # client --tag: each request an id in its path, logged by the origin),
 # slow requests, a rate-limited download and one request longer than the
-# grace period when SIGTERM comes. Then: a new connection is not served,
+# grace period when SIGTERM comes. Then: a new connection is refused,
 # the exchanges in flight finish (200, whole bodies), the one past the
 # grace is cut and audited, egressd exits 0 within the grace period, every
 # request that completed for a client has exactly one audit line (so has
@@ -62,9 +62,12 @@ sleep 0.5
 T0=$(now_ms)
 kill -TERM "$EG_PID"
 sleep 0.3
-# A connection made now is not served.
+# A connection tried now is refused at once, not left waiting in the
+# backlog of a listener nobody accepts from until egressd exits.
+TL=$(now_ms)
 run pcurl --max-time 2 -o /dev/null -w '%{http_code}' "http://late.test:$FH_PORT/id/late-1"
-expect_ne "$OUT" 200 "a request after SIGTERM is not served"
+expect_eq "$RC" 7 "a connection after SIGTERM is refused (curl 7)"
+expect_le $(($(now_ms) - TL)) 1000 "a connection after SIGTERM is refused at once"
 wait_exit "$EG_PID" $((GRACE + 5))
 T1=$(now_ms)
 expect_eq "$EXIT_RC" 0 "egressd exits 0"

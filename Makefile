@@ -21,7 +21,7 @@ PREFIX    ?= /usr/local
 
 CMAKE_FLAGS = -DEGRESS_WERROR=$(WERROR)
 
-.PHONY: all deps deps-run build run test install package lint sanitize fuzz bench format format-check clean
+.PHONY: all deps deps-run build run test install package lint sanitize soak fuzz bench format format-check clean
 
 all: build
 
@@ -77,6 +77,13 @@ sanitize: deps
 	cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 		ctest --output-on-failure -j $(JOBS) -L 'unit|engine|integration'
+
+# The reliability suite at full length: a 30-minute soak (SOAK_SECONDS),
+# the scale, fault, full-disk and memory-limit tests (tests/soak/).
+SOAK_SECONDS ?= 1800
+soak: deps
+	$(configure_and_build)
+	cd $(BUILD) && SOAK_SECONDS=$(SOAK_SECONDS) ctest --output-on-failure -L soak
 
 # libFuzzer targets (clang); each runs FUZZ_TIME seconds from its seed corpus.
 fuzz: deps

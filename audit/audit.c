@@ -6,6 +6,15 @@
  * copy of the log be checked for lines removed, inserted or edited. The
  * keys are those of fields.c, in its order; the schema for users is
  * docs/audit.md.
+ *
+ * A log that cannot be written is never lost silently. Room for the lines
+ * of exchanges let through is kept on disk ahead of them (logfile.c), so a
+ * full disk is known before a line is lost; then, with audit.onError:
+ * block, every new request is refused until the log can be written again
+ * (audit_admit), and with continue the lines that cannot be written are
+ * counted. Either way the chain links only lines that are in the file,
+ * and once the log is writable again one `daemon` line says how long it
+ * was not, how many requests were refused and which seqs were not written.
  */
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -19,47 +28,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "audit.h"
+#include "audit_int.h"
 
-#define AUDIT_VALUE_MAX    8192              /* bytes of one string value that are logged */
-#define AUDIT_TAIL_MAX     (4 * 1024 * 1024) /* longest last line audit_open accepts */
-#define AUDIT_TAIL_BLOCK   65536
-#define AUDIT_TAIL_TRIES   5 /* re-reads of a tail that is still growing */
-#define AUDIT_TAIL_WAIT_MS 20
-
-struct audit {
-	int fd;
-	int flags;
-#define AUDIT_F_CLOSE   0x1 /* the descriptor is ours to close */
-#define AUDIT_F_REGULAR 0x2 /* a regular file: its cache released, fsync at close */
-#define AUDIT_F_TORN    0x4 /* the file ends inside a line: start the next with '\n' */
-	uint64_t seq;
-	uint64_t lines;           /* made since open */
-	uint64_t bytes;           /* written since open */
-	uint64_t write_errors;    /* failed or short writes */
-	char prev[CHAIN_HEX + 1]; /* the link of the last line */
-	struct chain *chain;
-	struct buf line;
-	struct buf pending;     /* batched lines not written yet */
-	time_t ts_sec;          /* the second ts_text was made for */
-	char ts_text[32];       /* its RFC 3339 text, milliseconds left as .000 */
-	void (*wakeup)(void *); /* batching on: lines are pending */
-	void *wakeup_arg;
-	/* Keeping the page cache small (audit_cache_release). */
-	size_t cache_written; /* bytes written since the last release */
-	off_t cache_synced;   /* writeback was started up to here */
-};
+#define AUDIT_VALUE_MAX 8192 /* bytes of one string value that are logged */
 
 /* A batch past this size is written at once, whatever the caller's rhythm. */
 #define AUDIT_BATCH_MAX (256 * 1024)
-
-/* Where the last line of a file lies. */
-struct audit_tail {
-	off_t size;
-	off_t start;
-	off_t end;   /* its trailing newline excluded */
-	int partial; /* the file does not end with a newline */
-};
 
 static void audit_err(char *, size_t, const char *, ...) EG_PRINTF(3, 4);
 
@@ -85,169 +59,62 @@ audit_event_init(struct audit_event *ev)
 	    .bytes_down = -1,
 	    .duration_ms = -1,
 	    .uid = -1,
+	    .refused = -1,
+	    .unwritten = -1,
 	};
 }
 
-/* The chain moves on past one line (or the bytes of it that landed). */
-static void
-audit_hash_line(struct audit *a, const char *p, size_t len)
+static struct audit *
+audit_new(int fd, int flags)
 {
-	chain_line(a->chain, p, len, a->prev);
+	struct audit *a;
+
+	a = xcalloc(1, sizeof *a);
+	a->fd = fd;
+	a->flags = flags;
+	a->set.keep = AUDIT_KEEP_DEFAULT;
+	memcpy(a->prev, chain_zeros, sizeof a->prev);
+	memcpy(a->prev_file, chain_zeros, sizeof a->prev_file);
+	a->chain = chain_new();
+	buf_init(&a->pending);
+	return a;
 }
 
-/* Read exactly n bytes at off; -1 with errno 0 when the file is shorter. */
-static int
-audit_pread(int fd, char *p, size_t n, off_t off)
-{
-	ssize_t r;
-
-	while (n > 0) {
-		r = pread(fd, p, n, off);
-		if (r == -1 && errno == EINTR)
-			continue;
-		if (r == -1)
-			return -1;
-		if (r == 0) {
-			errno = 0;
-			return -1;
-		}
-		p += r;
-		n -= (size_t)r;
-		off += r;
-	}
-	return 0;
-}
-
+/* Release a writer whose setup failed, leaving its descriptor alone. */
 static void
-audit_err_read(char *errbuf, size_t errlen, const char *name)
+audit_discard(struct audit *a)
 {
-	audit_err(errbuf, errlen, "cannot read %s: %s", name,
-	          errno != 0 ? strerror(errno) : "file shrank while being read");
+	chain_free(a->chain);
+	buf_free(&a->pending);
+	free(a->pend);
+	free(a->path);
+	free(a);
 }
 
 /*
- * Find the last line by reading backwards from the end in blocks. The
- * search is bounded: a last line longer than AUDIT_TAIL_MAX cannot have been
- * written by audit_write (values are capped), so the file is refused rather
- * than scanned without end.
+ * Open the audit log at path, "-" for stdout (logfile_open says what a
+ * path must be). The chain continues from the file's last line.
  */
-static int
-audit_tail_find(int rfd, char *blk, struct audit_tail *t, const char *name, char *errbuf,
-                size_t errlen)
+struct audit *
+audit_open(const char *path, char *errbuf, size_t errlen)
 {
+	struct audit *a;
 	struct stat st;
-	char last;
-	off_t pos;
-	size_t n, i;
+	int fd;
 
-	memset(t, 0, sizeof *t);
-	if (fstat(rfd, &st) == -1) {
-		audit_err(errbuf, errlen, "cannot stat %s: %s", name, strerror(errno));
-		return -1;
+	if (strcmp(path, "-") == 0)
+		return audit_open_fd(STDOUT_FILENO, errbuf, errlen);
+	if ((fd = logfile_open(path, 0, &st, errbuf, errlen)) == -1)
+		return NULL;
+	a = audit_new(fd, AUDIT_F_CLOSE | AUDIT_F_REGULAR);
+	a->path = xstrdup(path);
+	if (logfile_resume(a, fd, path, errbuf, errlen) == -1) {
+		audit_discard(a);
+		close(fd);
+		return NULL;
 	}
-	if ((t->size = st.st_size) == 0)
-		return 0;
-	if (audit_pread(rfd, &last, 1, t->size - 1) == -1) {
-		audit_err_read(errbuf, errlen, name);
-		return -1;
-	}
-	t->partial = (last != '\n');
-	t->end = t->partial ? t->size : t->size - 1;
-	for (pos = t->end; pos > 0; pos -= (off_t)n) {
-		if (t->end - pos >= AUDIT_TAIL_MAX) {
-			audit_err(errbuf, errlen,
-			          "cannot continue %s: its last line is longer than %d bytes", name,
-			          AUDIT_TAIL_MAX);
-			return -1;
-		}
-		n = pos < AUDIT_TAIL_BLOCK ? (size_t)pos : AUDIT_TAIL_BLOCK;
-		if (audit_pread(rfd, blk, n, pos - (off_t)n) == -1) {
-			audit_err_read(errbuf, errlen, name);
-			return -1;
-		}
-		for (i = n; i > 0; i--) {
-			if (blk[i - 1] == '\n') {
-				t->start = pos - (off_t)n + (off_t)i;
-				goto found;
-			}
-		}
-	}
-	t->start = 0;
-found:
-	if (t->end - t->start > AUDIT_TAIL_MAX) {
-		audit_err(errbuf, errlen,
-		          "cannot continue %s: its last line is longer than %d bytes", name,
-		          AUDIT_TAIL_MAX);
-		return -1;
-	}
-	return 0;
-}
-
-/* Hash the bytes of the last line into a->prev. */
-static int
-audit_tail_hash(struct audit *a, int rfd, char *blk, const struct audit_tail *t, const char *name,
-                char *errbuf, size_t errlen)
-{
-	off_t pos;
-	size_t n;
-
-	chain_begin(a->chain);
-	for (pos = t->start; pos < t->end; pos += (off_t)n) {
-		n = t->end - pos < AUDIT_TAIL_BLOCK ? (size_t)(t->end - pos) : AUDIT_TAIL_BLOCK;
-		if (audit_pread(rfd, blk, n, pos) == -1) {
-			audit_err_read(errbuf, errlen, name);
-			return -1;
-		}
-		chain_update(a->chain, blk, n);
-	}
-	chain_end(a->chain, a->prev);
-	return 0;
-}
-
-/*
- * Continue the chain from the last line of the file rfd reads (the file a
- * writes). A file that ends without a newline is either a truncated copy or
- * another writer caught between two pages of one write; the second kind
- * settles within milliseconds, so the tail is re-read while the size keeps
- * changing. A partial tail that stays is kept: the next line starts with a
- * newline and chains from the partial bytes, so a verifier reports exactly
- * that line as not JSON and the chain stays whole.
- */
-static int
-audit_resume(struct audit *a, int rfd, const char *name, char *errbuf, size_t errlen)
-{
-	struct timespec wait = {0, AUDIT_TAIL_WAIT_MS * 1000000L};
-	struct audit_tail t;
-	struct stat st;
-	char *blk;
-	int try, rc = -1;
-
-	blk = xmalloc(AUDIT_TAIL_BLOCK);
-	for (try = 0;; try++) {
-		if (audit_tail_find(rfd, blk, &t, name, errbuf, errlen) == -1)
-			goto out;
-		if (!t.partial || try == AUDIT_TAIL_TRIES)
-			break;
-		nanosleep(&wait, NULL);
-		if (fstat(rfd, &st) == -1 || st.st_size == t.size)
-			break;
-	}
-	if (t.size == 0) {
-		rc = 0;
-		goto out;
-	}
-	if (audit_tail_hash(a, rfd, blk, &t, name, errbuf, errlen) == -1)
-		goto out;
-	if (t.partial) {
-		log_warnx("audit: %s ends with a partial line of %lld bytes; the next line chains "
-		          "from it",
-		          name, (long long)(t.end - t.start));
-		a->flags |= AUDIT_F_TORN;
-	}
-	rc = 0;
-out:
-	free(blk);
-	return rc;
+	logfile_room_init(a, &st);
+	return a;
 }
 
 /*
@@ -276,93 +143,12 @@ audit_reader(int fd, const struct stat *st)
 	return rfd;
 }
 
-static struct audit *
-audit_new(int fd, int flags)
-{
-	struct audit *a;
-
-	a = xcalloc(1, sizeof *a);
-	a->fd = fd;
-	a->flags = flags;
-	memcpy(a->prev, chain_zeros, sizeof a->prev);
-	a->chain = chain_new();
-	buf_init(&a->line);
-	return a;
-}
-
-/* Release a writer whose setup failed, leaving its descriptor alone. */
-static void
-audit_discard(struct audit *a)
-{
-	chain_free(a->chain);
-	buf_free(&a->line);
-	buf_free(&a->pending);
-	free(a);
-}
-
-static void
-audit_warn_mode(const char *name, const struct stat *st)
-{
-	if (st->st_mode & (S_IRWXG | S_IRWXO))
-		log_warnx("audit: %s is open to group or others (mode %04o); the audit log "
-		          "names every host the sandbox reached",
-		          name, (unsigned)(st->st_mode & 07777));
-}
-
-/*
- * Open the audit log at path, "-" for stdout. The file is created 0600 and
- * must be a regular file reached without following a symbolic link in its
- * last component: the log is sensitive and its directory may be writable by
- * others. It is opened read-write (O_APPEND) so the chain can continue from
- * its last line.
- */
-struct audit *
-audit_open(const char *path, char *errbuf, size_t errlen)
-{
-	struct audit *a;
-	struct stat st;
-	int fd, fl;
-
-	if (strcmp(path, "-") == 0)
-		return audit_open_fd(STDOUT_FILENO, errbuf, errlen);
-	/* O_NONBLOCK: opening a FIFO or device must not hang; cleared below. */
-	fd =
-	    open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY,
-	         0600);
-	if (fd == -1) {
-		audit_err(errbuf, errlen, "cannot open %s: %s%s", path, strerror(errno),
-		          errno == ELOOP ? " (a symbolic link is not accepted)" : "");
-		return NULL;
-	}
-	if (fstat(fd, &st) == -1) {
-		audit_err(errbuf, errlen, "cannot open %s: %s", path, strerror(errno));
-		goto fail;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		audit_err(errbuf, errlen, "cannot open %s: not a regular file", path);
-		goto fail;
-	}
-	if ((fl = fcntl(fd, F_GETFL)) == -1 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) == -1) {
-		audit_err(errbuf, errlen, "cannot open %s: %s", path, strerror(errno));
-		goto fail;
-	}
-	audit_warn_mode(path, &st);
-	a = audit_new(fd, AUDIT_F_CLOSE | AUDIT_F_REGULAR);
-	if (audit_resume(a, fd, path, errbuf, errlen) == -1) {
-		audit_discard(a);
-		goto fail;
-	}
-	return a;
-fail:
-	close(fd);
-	return NULL;
-}
-
 /*
  * Write the audit log to an open descriptor, which the writer then owns
  * (audit_close closes it unless it is 0, 1 or 2). On failure it is left
  * open. A regular file gets O_APPEND and its chain is continued; a pipe,
- * terminal or socket starts from zeros.
+ * terminal or socket starts from zeros. A descriptor is never rotated or
+ * reopened: the writer does not know its name.
  */
 struct audit *
 audit_open_fd(int fd, char *errbuf, size_t errlen)
@@ -394,11 +180,12 @@ audit_open_fd(int fd, char *errbuf, size_t errlen)
 		return NULL;
 	}
 	a = audit_new(fd, flags);
+	logfile_room_init(a, &st);
 	if ((rfd = audit_reader(fd, &st)) == -1) {
 		log_warnx("audit: cannot read back %s; its hash chain restarts from zeros", name);
 		return a;
 	}
-	if (audit_resume(a, rfd, name, errbuf, errlen) == -1) {
+	if (logfile_resume(a, rfd, name, errbuf, errlen) == -1) {
 		if (rfd != fd)
 			close(rfd);
 		audit_discard(a);
@@ -407,6 +194,17 @@ audit_open_fd(int fd, char *errbuf, size_t errlen)
 	if (rfd != fd)
 		close(rfd);
 	return a;
+}
+
+/* audit.onError, audit.maxBytes and audit.keep: at start and at each reload. */
+void
+audit_configure(struct audit *a, const struct audit_settings *set)
+{
+	if (a == NULL)
+		return;
+	a->set = *set;
+	if (a->set.keep > AUDIT_KEEP_MAX)
+		a->set.keep = AUDIT_KEEP_MAX;
 }
 
 /*
@@ -433,7 +231,7 @@ audit_add_key(struct buf *b, enum audit_field f)
 /*
  * Append ,"key":"value". Values are capped at AUDIT_VALUE_MAX bytes (cut
  * before a UTF-8 continuation byte) so every line stays far below what
- * audit_open accepts as a last line.
+ * the writer accepts as a last line.
  */
 static void
 audit_add_str(struct buf *b, enum audit_field f, const char *s, size_t len, int *truncated)
@@ -555,6 +353,9 @@ audit_build(struct audit *a, struct buf *b, const struct audit_event *ev)
 	audit_add_cstr(b, AUDIT_FIELD_HINT, ev->hint, &truncated);
 	audit_add_cstr(b, AUDIT_FIELD_PROTO, ev->proto, &truncated);
 	audit_add_num(b, AUDIT_FIELD_UID, ev->uid);
+	audit_add_num(b, AUDIT_FIELD_REFUSED, ev->refused);
+	audit_add_num(b, AUDIT_FIELD_UNWRITTEN, ev->unwritten);
+	audit_add_cstr(b, AUDIT_FIELD_SEQS, ev->seqs, &truncated);
 	if (ev->cached) {
 		audit_add_key(b, AUDIT_FIELD_CACHED);
 		buf_adds(b, "true");
@@ -569,71 +370,205 @@ audit_build(struct audit *a, struct buf *b, const struct audit_event *ev)
 	buf_add(b, "\"}", 2);
 }
 
-/*
- * Nobody reads an audit log back while it is written, so its pages need not
- * stay in the page cache: left there they grow with the log (a gigabyte is an
- * hour of busy DNS), count against the sandbox's memory, and each new one is
- * memory the kernel has to find; in a virtual machine whose free memory goes
- * back to the host, finding it made every write several times as slow (see
- * docs/audit.md). After each AUDIT_CACHE_WINDOW bytes the window just
- * written is sent to disk without waiting, and the windows before it, whose
- * writeback started earlier, are dropped. Pages still dirty or being written
- * are left by the kernel and tried again, AUDIT_CACHE_RETRY windows long.
- * Failures change nothing but the cache, so they are ignored.
- */
+/* The seq of a line made and not written: kept in order, ranges merged. */
 static void
-audit_cache_release(struct audit *a)
+audit_gap_add(struct audit_gap *g, uint64_t seq)
 {
-	off_t end, from;
+	unsigned i;
 
-	a->cache_written = 0;
-	if ((end = lseek(a->fd, 0, SEEK_CUR)) == -1)
+	g->count++;
+	for (i = 0; i < g->n && g->hi[i] + 1 < seq; i++)
+		;
+	if (i < g->n && g->lo[i] <= seq + 1) {
+		/* Touches range i: extend it, and join it to the next when they meet. */
+		if (seq < g->lo[i])
+			g->lo[i] = seq;
+		if (seq > g->hi[i])
+			g->hi[i] = seq;
+		if (i + 1 < g->n && g->hi[i] + 1 >= g->lo[i + 1]) {
+			g->hi[i] = g->hi[i + 1];
+			memmove(&g->lo[i + 1], &g->lo[i + 2], (g->n - i - 2) * sizeof g->lo[0]);
+			memmove(&g->hi[i + 1], &g->hi[i + 2], (g->n - i - 2) * sizeof g->hi[0]);
+			g->n--;
+		}
 		return;
-	if (end < a->cache_synced) /* truncated by somebody else */
-		a->cache_synced = 0;
-	(void)sync_file_range(a->fd, a->cache_synced, end - a->cache_synced, SYNC_FILE_RANGE_WRITE);
-	from = a->cache_synced - (off_t)AUDIT_CACHE_RETRY * AUDIT_CACHE_WINDOW;
-	if (from < 0)
-		from = 0;
-	if (a->cache_synced > from)
-		(void)posix_fadvise(a->fd, from, a->cache_synced - from, POSIX_FADV_DONTNEED);
-	a->cache_synced = end;
+	}
+	if (g->n == AUDIT_GAP_RANGES) {
+		/* Full: the nearest range grows over it, and names written lines too. */
+		if (i == g->n)
+			g->hi[i - 1] = seq;
+		else
+			g->lo[i] = seq;
+		return;
+	}
+	memmove(&g->lo[i + 1], &g->lo[i], (g->n - i) * sizeof g->lo[0]);
+	memmove(&g->hi[i + 1], &g->hi[i], (g->n - i) * sizeof g->hi[0]);
+	g->lo[i] = g->hi[i] = seq;
+	g->n++;
+}
+
+/* The gap as the "seqs" of its daemon line: "12-40,57". */
+static void
+audit_gap_text(const struct audit_gap *g, struct buf *b)
+{
+	unsigned i;
+
+	for (i = 0; i < g->n; i++) {
+		if (i > 0)
+			buf_addc(b, ',');
+		if (g->lo[i] == g->hi[i])
+			buf_printf(b, "%" PRIu64, g->lo[i]);
+		else
+			buf_printf(b, "%" PRIu64 "-%" PRIu64, g->lo[i], g->hi[i]);
+	}
+}
+
+static void
+audit_lost(struct audit *a, uint64_t seq)
+{
+	audit_gap_add(&a->gap, seq);
+	a->unwritten++;
+}
+
+static const char *
+audit_name(const struct audit *a)
+{
+	return a->path != NULL ? a->path : "the audit log";
 }
 
 /*
- * Write bytes of whole lines with one write(2). A short write is never
- * completed by a second write, which another writer's line could split;
- * the torn bytes stay and the next line starts after a newline. When the
- * write tore line [start, end) of buf, the chain continues from the bytes
- * of it that landed, so a verifier reports exactly that line.
+ * Lines cannot be written (err): say so once, and from now on refuse new
+ * requests (audit.onError: block) or serve them and count what is lost.
+ * audit_tick tries again every second.
+ */
+void
+audit_fail(struct audit *a, int err)
+{
+	if (a->flags & AUDIT_F_FAILING)
+		return;
+	a->flags |= AUDIT_F_FAILING;
+	a->fail_errno = err;
+	if (a->flags & AUDIT_F_PROBING)
+		return; /* still the same episode */
+	a->fail_since_ms = time_mono_ms();
+	clock_gettime(CLOCK_REALTIME, &a->fail_since);
+	a->failures++;
+	log_warnx("audit: cannot write %s: %s; %s until it can be written again "
+	          "(audit.onError: %s)",
+	          audit_name(a), strerror(err),
+	          a->set.on_error == AUDIT_ON_ERROR_BLOCK
+	              ? "refusing every new request (HTTP 503, DNS REFUSED)"
+	              : "serving on and counting the lines not written",
+	          a->set.on_error == AUDIT_ON_ERROR_BLOCK ? "block" : "continue");
+}
+
+/*
+ * Whether a new request may go on. Room is kept for its line (written
+ * when its exchange ends; the caller marks it ev.admitted), or, when lines
+ * cannot be written, the request is refused (block; counted) or let
+ * through (continue). 1: go on; 0: refuse it.
+ */
+int
+audit_admit(struct audit *a)
+{
+	off_t need;
+
+	if (a == NULL)
+		return 1;
+	if (a->flags & AUDIT_F_FAILING) {
+		if (a->set.on_error == AUDIT_ON_ERROR_BLOCK) {
+			a->ep_refused++;
+			a->refused++;
+			return 0;
+		}
+		a->owed++;
+		return 1;
+	}
+	if (a->flags & AUDIT_F_ROOM) {
+		need = a->size + (off_t)a->pending.len + (off_t)(a->owed + 1) * AUDIT_ROOM_LINE;
+		if (need > a->reserved && logfile_reserve(a, need) == -1) {
+			audit_fail(a, errno);
+			if (a->set.on_error == AUDIT_ON_ERROR_BLOCK) {
+				a->ep_refused++;
+				a->refused++;
+				return 0;
+			}
+		}
+	}
+	a->owed++;
+	return 1;
+}
+
+/* An admitted request ended without its line: its room is free again. */
+void
+audit_release(struct audit *a)
+{
+	if (a != NULL && a->owed > 0)
+		a->owed--;
+}
+
+/* Whether new requests are refused now (lines cannot be written; block). */
+int
+audit_refusing(const struct audit *a)
+{
+	return a != NULL && (a->flags & AUDIT_F_FAILING) && a->set.on_error == AUDIT_ON_ERROR_BLOCK;
+}
+
+/*
+ * A request refused by its caller because lines cannot be written (one
+ * whose line would be made at once: a DNS query, a WebSocket message).
+ */
+void
+audit_refused(struct audit *a)
+{
+	if (a == NULL)
+		return;
+	a->ep_refused++;
+	a->refused++;
+}
+
+/* Why requests are refused, for the 503 and the DNS answer's EDE text. */
+const char *
+audit_refusal(const struct audit *a, char *text, size_t len)
+{
+	snprintf(text, len, "the audit log cannot be written (%s)",
+	         a != NULL ? strerror(a->fail_errno) : "no log");
+	return text;
+}
+
+/*
+ * Whether the line just made at the end of pending may stay. On a file
+ * whose room is reserved, the bytes pending, and the lines still owed to
+ * admitted exchanges, must fit the room; more is reserved when they do not.
+ * While lines cannot be written, only an admitted exchange's line is still
+ * tried: its request was let through.
  */
 static int
-audit_put(struct audit *a, const char *data, size_t len, size_t last_start)
+audit_room(struct audit *a, int admitted)
 {
-	ssize_t n;
+	off_t need;
 
-	do
-		n = write(a->fd, data, len);
-	while (n == -1 && errno == EINTR);
-	if (n == -1) {
-		log_warn("audit: cannot write line %" PRIu64, a->seq);
-		a->write_errors++;
-		return -1;
+	if (!(a->flags & AUDIT_F_ROOM))
+		return admitted || !(a->flags & AUDIT_F_FAILING);
+	need = a->size + (off_t)a->pending.len + (off_t)a->owed * AUDIT_ROOM_LINE;
+	if (need <= a->reserved)
+		return 1;
+	if (!(a->flags & AUDIT_F_FAILING)) {
+		if (logfile_reserve(a, need) == 0)
+			return 1;
+		audit_fail(a, errno);
 	}
-	a->bytes += (uint64_t)n;
-	a->flags &= ~AUDIT_F_TORN;
-	if ((a->flags & AUDIT_F_REGULAR) && (a->cache_written += (size_t)n) >= AUDIT_CACHE_WINDOW)
-		audit_cache_release(a);
-	if ((size_t)n == len)
-		return 0;
-	log_warnx("audit: short write before line %" PRIu64 " (%zd of %zu bytes)", a->seq, n, len);
-	a->write_errors++;
-	if (n > 0 && data[n - 1] != '\n')
-		a->flags |= AUDIT_F_TORN;
-	if ((size_t)n > last_start) {
-		audit_hash_line(a, data + last_start, (size_t)n - last_start);
+	return admitted;
+}
+
+static void
+audit_pend_push(struct audit *a, size_t start, size_t end, uint64_t seq)
+{
+	if (a->npend == a->pend_cap) {
+		a->pend_cap = a->pend_cap ? a->pend_cap * 2 : 64;
+		a->pend = xreallocarray(a->pend, a->pend_cap, sizeof *a->pend);
 	}
-	return -1;
+	a->pend[a->npend++] = (struct audit_pend){start, end, seq};
 }
 
 /*
@@ -641,43 +576,45 @@ audit_put(struct audit *a, const char *data, size_t len, size_t last_start)
  * one write(2). Batched (audit_set_batch), it joins the pending lines and
  * the owner's wakeup runs so that audit_flush writes them all with one
  * write(2) soon after: several whole lines per write, never part of one.
- * The chain advances as each line is made. seq counts attempts, so a line
- * that failed leaves a gap.
+ * seq counts the lines made, so a line that was not written leaves a gap,
+ * which the daemon line written after it names. 0 when the line is kept
+ * (the room for it is there), -1 when it cannot be written.
  */
 int
 audit_write(struct audit *a, const struct audit_event *ev)
 {
-	struct buf *b = &a->line;
-	size_t start, end;
-	int rc, first;
+	struct buf *b = &a->pending;
+	size_t mark, start, end;
 
 	if (ev->event == NULL) {
 		log_warnx("audit: an event without a type was not written");
 		return -1;
 	}
+	if (ev->admitted && a->owed > 0)
+		a->owed--;
 	a->seq++;
 	a->lines++;
-	/* Batched, the line is made in place after the pending ones. */
-	if (a->wakeup != NULL)
-		b = &a->pending;
-	else
-		buf_reset(b);
-	first = b->len == 0;
-	if ((a->flags & AUDIT_F_TORN) && first)
+	mark = b->len;
+	if ((a->flags & AUDIT_F_TORN) && b->len == 0)
 		buf_addc(b, '\n');
 	start = b->len;
 	audit_build(a, b, ev);
 	end = b->len;
 	buf_addc(b, '\n');
-	if (a->wakeup != NULL) {
-		audit_hash_line(a, b->data + start, end - start);
-		if (first)
-			a->wakeup(a->wakeup_arg);
-		return b->len > AUDIT_BATCH_MAX ? audit_flush(a) : 0;
+	if (!audit_room(a, ev->admitted)) {
+		b->len = mark;
+		if (b->data != NULL)
+			b->data[mark] = '\0';
+		audit_lost(a, a->seq);
+		return -1;
 	}
-	if ((rc = audit_put(a, b->data, b->len, start)) == 0)
-		audit_hash_line(a, b->data + start, end - start);
-	return rc;
+	chain_line(a->chain, b->data + start, end - start, a->prev);
+	audit_pend_push(a, start, end, a->seq);
+	if (a->wakeup == NULL)
+		return audit_flush(a);
+	if (a->npend == 1)
+		a->wakeup(a->wakeup_arg);
+	return b->len > AUDIT_BATCH_MAX ? audit_flush(a) : 0;
 }
 
 /*
@@ -694,24 +631,183 @@ audit_set_batch(struct audit *a, void (*wakeup)(void *), void *arg)
 	a->wakeup_arg = arg;
 }
 
-/* Write the pending lines with one write(2). */
+/* The longest run of whole pending lines that fits in room bytes. */
+static size_t
+audit_fit(const struct audit *a, off_t room)
+{
+	size_t k, fit = 0;
+
+	for (k = 0; k < a->npend && (off_t)(a->pend[k].end + 1) <= room; k++)
+		fit = a->pend[k].end + 1;
+	return fit;
+}
+
+/*
+ * n bytes of the pending lines reached the file. The lines wholly among
+ * them are written; the rest are not, and the chain goes back to the last
+ * bytes in the file: the link of the last whole line, or of a line the
+ * write tore (a short write), whose bytes stay as a line of their own that
+ * the next one, after a newline, chains from; a verifier reports exactly
+ * that line.
+ */
+static void
+audit_settle(struct audit *a, size_t n)
+{
+	const char *d = a->pending.data;
+	const struct audit_pend *p;
+	size_t k;
+
+	if (n > 0) {
+		a->size += (off_t)n;
+		a->bytes += (uint64_t)n;
+		if (a->flags & AUDIT_F_REGULAR)
+			logfile_cache_note(a, n);
+		if (d[n - 1] == '\n')
+			a->flags &= ~AUDIT_F_TORN;
+		else
+			a->flags |= AUDIT_F_TORN;
+	}
+	for (k = 0; k < a->npend && a->pend[k].end + 1 <= n; k++)
+		;
+	if (k == a->npend) {
+		memcpy(a->prev_file, a->prev, sizeof a->prev_file);
+	} else {
+		p = &a->pend[k];
+		if (n > p->start)
+			chain_line(a->chain, d + p->start, n - p->start, a->prev_file);
+		else if (k > 0)
+			chain_line(a->chain, d + p[-1].start, p[-1].end - p[-1].start,
+			           a->prev_file);
+		for (; k < a->npend; k++)
+			audit_lost(a, a->pend[k].seq);
+		memcpy(a->prev, a->prev_file, sizeof a->prev);
+	}
+	buf_reset(&a->pending);
+	a->npend = 0;
+}
+
+/*
+ * Write the pending lines with one write(2): 0 when every one of them
+ * reached the file. A short write is never completed by a second write,
+ * which another writer's line could split. When the room reserved cannot
+ * grow to hold them all, the lines that fit are written and the rest are
+ * not, rather than torn. A file past audit.maxBytes is rotated after.
+ */
 int
 audit_flush(struct audit *a)
 {
-	const char *last;
-	size_t start;
-	int rc;
+	size_t len, cut;
+	ssize_t n = 0;
 
 	if (a == NULL || a->pending.len == 0)
 		return 0;
-	/* Where the last line starts, for a torn write's chain. */
-	for (last = a->pending.data + a->pending.len - 1;
-	     last > a->pending.data && last[-1] != '\n'; last--)
-		;
-	start = (size_t)(last - a->pending.data);
-	rc = audit_put(a, a->pending.data, a->pending.len, start);
-	buf_reset(&a->pending);
-	return rc;
+	len = cut = a->pending.len;
+	if ((a->flags & AUDIT_F_ROOM) && a->size + (off_t)len > a->reserved &&
+	    logfile_reserve(a, a->size + (off_t)len) == -1) {
+		audit_fail(a, errno);
+		cut = audit_fit(a, a->reserved - a->size);
+	}
+	if (cut > 0) {
+		do
+			n = write(a->fd, a->pending.data, cut);
+		while (n == -1 && errno == EINTR);
+		if (n == -1) {
+			a->write_errors++;
+			audit_fail(a, errno);
+			n = 0;
+		} else if ((size_t)n < cut) {
+			/* A short write to a file is the disk or a size limit filling up. */
+			a->write_errors++;
+			audit_fail(a, ENOSPC);
+		}
+	}
+	audit_settle(a, (size_t)n);
+	if ((size_t)n != len)
+		return -1;
+	/* A rotation that failed is tried again from the tick, not on every write. */
+	if (a->set.max_bytes > 0 && (uint64_t)a->size >= a->set.max_bytes &&
+	    !(a->flags & (AUDIT_F_FAILING | AUDIT_F_PROBING)) && !a->rotate_failed)
+		(void)logfile_rotate(a);
+	return 0;
+}
+
+/*
+ * Try the log again while lines cannot be written: the lines pending
+ * first, then room for what is owed, then one `daemon` line that says for
+ * how long the log could not be written, how many requests were refused
+ * and which seqs were not written. Once that line is in the file, the
+ * episode is over. A failed attempt stays in the same episode, its line
+ * among the seqs the next attempt names.
+ */
+static void
+audit_probe(struct audit *a)
+{
+	struct audit_event ev;
+	struct buf seqs;
+	uint64_t ms;
+
+	a->flags = (a->flags | AUDIT_F_PROBING) & ~AUDIT_F_FAILING;
+	/*
+	 * Room for more than the one line, or a disk with a page left would
+	 * end the episode only for the next request to start another.
+	 */
+	if (logfile_reserve(a, a->size + (off_t)a->pending.len + (off_t)a->owed * AUDIT_ROOM_LINE +
+	                           AUDIT_ROOM_STEP) == -1)
+		audit_fail(a, errno);
+	else if (audit_flush(a) == 0 && !(a->flags & AUDIT_F_FAILING)) {
+		buf_init(&seqs);
+		audit_gap_text(&a->gap, &seqs);
+		ms = time_mono_ms() - a->fail_since_ms;
+		audit_event_init(&ev);
+		ev.event = "daemon";
+		ev.reason = "resumed";
+		ev.error = strerror(a->fail_errno);
+		ev.duration_ms = (int64_t)ms;
+		ev.refused = (int64_t)a->ep_refused;
+		ev.unwritten = (int64_t)a->gap.count;
+		ev.seqs = seqs.len > 0 ? buf_cstr(&seqs) : NULL;
+		(void)audit_write(a, &ev);
+		(void)audit_flush(a);
+		if (!(a->flags & AUDIT_F_FAILING)) {
+			log_info("audit: %s can be written again after %.1f s; %" PRIu64
+			         " requests refused, %" PRIu64 " lines not written%s%s%s",
+			         audit_name(a), (double)ms / 1000.0, a->ep_refused, a->gap.count,
+			         seqs.len > 0 ? " (seqs " : "", seqs.len > 0 ? buf_cstr(&seqs) : "",
+			         seqs.len > 0 ? ")" : "");
+			memset(&a->gap, 0, sizeof a->gap);
+			a->ep_refused = 0;
+		}
+		buf_free(&seqs);
+	}
+	a->flags &= ~AUDIT_F_PROBING;
+}
+
+/*
+ * Once a second (egressd's tick): while lines cannot be written, try
+ * again; otherwise a rotation that failed, or one a reload's smaller
+ * audit.maxBytes asks for, is tried.
+ */
+void
+audit_tick(struct audit *a)
+{
+	if (a == NULL)
+		return;
+	if (a->flags & AUDIT_F_FAILING) {
+		audit_probe(a);
+		return;
+	}
+	if (a->set.max_bytes > 0 && (uint64_t)a->size >= a->set.max_bytes && audit_flush(a) == 0 &&
+	    (uint64_t)a->size >= a->set.max_bytes)
+		(void)logfile_rotate(a);
+}
+
+/* SIGUSR1: the file at the log's path again (logrotate's create mode). */
+int
+audit_reopen(struct audit *a)
+{
+	if (a == NULL)
+		return 0;
+	return logfile_reopen(a);
 }
 
 void
@@ -724,6 +820,16 @@ audit_stats(const struct audit *a, struct audit_stats *st)
 	st->lines = a->lines;
 	st->bytes = a->bytes;
 	st->write_errors = a->write_errors;
+	st->failing = (a->flags & AUDIT_F_FAILING) != 0;
+	st->error = st->failing ? a->fail_errno : 0;
+	st->on_error = a->set.on_error;
+	st->since = a->fail_since;
+	st->refused = a->refused;
+	st->unwritten = a->unwritten;
+	st->failures = a->failures;
+	st->rotations = a->rotations;
+	st->reserved = a->reserved > a->size ? (uint64_t)(a->reserved - a->size) : 0;
+	st->owed = a->owed;
 }
 
 /* Flush a regular file to disk and release the writer. */

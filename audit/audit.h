@@ -9,6 +9,7 @@
 #define AUDIT_H
 
 #include <stdint.h>
+#include <time.h>
 
 #include "policy.h"
 
@@ -44,6 +45,14 @@ struct audit_event {
 	int cached;        /* 1: answered from the resolver cache */
 	const char *proto; /* packet events: tcp udp icmp icmpv6, or a number */
 	int64_t uid;       /* packet events: the sender's uid; < 0: absent */
+	int64_t refused;   /* daemon events: requests refused; < 0: absent */
+	int64_t unwritten; /* daemon events: lines that could not be written; < 0: absent */
+	const char *seqs;  /* daemon events: the seqs of those lines, "12-40,57" */
+	/*
+	 * Not written: the line audit_admit kept room for. Its exchange was
+	 * let through, so its line is written even when the log is failing.
+	 */
+	int admitted;
 };
 /*
  * A regular file's written lines leave the page cache behind the writer:
@@ -54,12 +63,33 @@ struct audit_event {
  */
 #define AUDIT_CACHE_WINDOW (4 * 1024 * 1024)
 #define AUDIT_CACHE_RETRY  4
+/* What egressd does when lines cannot be written (audit.onError). */
+enum audit_on_error {
+	AUDIT_ON_ERROR_BLOCK,    /* refuse every new request until they can */
+	AUDIT_ON_ERROR_CONTINUE, /* serve, and count the lines not written */
+};
+struct audit_settings {
+	enum audit_on_error on_error;
+	uint64_t max_bytes; /* rotate once the file reaches this; 0: never */
+	unsigned keep;      /* rotated files kept: FILE.1 ... FILE.keep */
+};
+#define AUDIT_KEEP_DEFAULT  5
+#define AUDIT_KEEP_MAX      1000
+#define AUDIT_MAX_BYTES_MIN (64 * 1024)
 void audit_event_init(struct audit_event *);
 struct audit *audit_open(const char *, char *, size_t);
 struct audit *audit_open_fd(int, char *, size_t);
+void audit_configure(struct audit *, const struct audit_settings *);
+int audit_admit(struct audit *);
+void audit_release(struct audit *);
+int audit_refusing(const struct audit *);
+void audit_refused(struct audit *);
+const char *audit_refusal(const struct audit *, char *, size_t);
 int audit_write(struct audit *, const struct audit_event *);
 void audit_set_batch(struct audit *, void (*)(void *), void *);
 int audit_flush(struct audit *);
+void audit_tick(struct audit *);
+int audit_reopen(struct audit *);
 void audit_close(struct audit *);
 /* What the writer has done since it was opened, for status and metrics. */
 struct audit_stats {
@@ -67,8 +97,22 @@ struct audit_stats {
 	uint64_t lines;        /* lines made */
 	uint64_t bytes;        /* bytes written */
 	uint64_t write_errors; /* writes that failed or landed short */
+	int failing;           /* lines cannot be written now */
+	int error;             /* errno of why, while failing */
+	enum audit_on_error on_error;
+	struct timespec since; /* failing since (wall clock) */
+	uint64_t refused;      /* requests refused because lines could not be written */
+	uint64_t unwritten;    /* lines that could not be written */
+	uint64_t failures;     /* times the log became unwritable */
+	uint64_t rotations;
+	uint64_t reserved; /* bytes allocated ahead of the lines */
+	uint64_t owed;     /* exchanges let through whose lines are to come */
 };
 void audit_stats(const struct audit *, struct audit_stats *);
+
+/* logfile.c: the files of a rotated log, for its readers too */
+char **logfile_set(const char *, size_t *);
+void logfile_set_free(char **, size_t);
 
 /* chain.c */
 #define CHAIN_HEX 64                          /* a link: the SHA-256 of a line, in lowercase hex */
@@ -113,6 +157,9 @@ enum audit_field {
 	AUDIT_FIELD_HINT,
 	AUDIT_FIELD_PROTO,
 	AUDIT_FIELD_UID,
+	AUDIT_FIELD_REFUSED,
+	AUDIT_FIELD_UNWRITTEN,
+	AUDIT_FIELD_SEQS,
 	AUDIT_FIELD_CACHED,
 	AUDIT_FIELD_TRUNCATED,
 	AUDIT_FIELD_PREV,

@@ -177,6 +177,7 @@ config_new(const struct config_file *files, size_t nfiles)
 	cfg->dns_port = 15353;
 	cfg->max_graphql_body = CONFIG_DEFAULT_GRAPHQL_BODY;
 	cfg->ca_lifetime_hours = CONFIG_DEFAULT_CA_HOURS;
+	cfg->audit_keep = CONFIG_DEFAULT_AUDIT_KEEP;
 	return cfg;
 }
 

@@ -94,12 +94,27 @@ config_dump(const struct config *cfg, struct buf *out)
 	CONFIG_DUMP_BOOL(out, "nameConstraints", cfg, ca_name_constraints);
 	buf_printf(out, "  lifetimeHours: %d", cfg->ca_lifetime_hours);
 	config_dump_src(out, &cfg->ca_lifetime_hours_loc);
-	if (cfg->audit_path == NULL) {
+	if (cfg->audit_path == NULL && cfg->audit_on_error_loc.line == 0 &&
+	    cfg->audit_max_bytes_loc.line == 0 && cfg->audit_keep_loc.line == 0) {
 		buf_adds(out,
-		         "audit: {}  # path not set: egressd --audit decides (default stdout)\n");
+		         "audit: {}  # path not set: egressd --audit decides (default stdout); "
+		         "onError: block; no rotation\n");
 		return;
 	}
-	buf_adds(out, "audit:\n  path: ");
-	config_dump_str(out, cfg->audit_path);
-	config_dump_src(out, &cfg->audit_path_loc);
+	buf_adds(out, "audit:\n");
+	if (cfg->audit_path != NULL) {
+		buf_adds(out, "  path: ");
+		config_dump_str(out, cfg->audit_path);
+		config_dump_src(out, &cfg->audit_path_loc);
+	} else
+		buf_adds(out, "  # path not set: egressd --audit decides (default stdout)\n");
+	buf_printf(out, "  onError: %s", cfg->audit_on_error ? "continue" : "block");
+	config_dump_src(out, &cfg->audit_on_error_loc);
+	if (cfg->audit_max_bytes > 0) {
+		buf_printf(out, "  maxBytes: %zu", cfg->audit_max_bytes);
+		config_dump_src(out, &cfg->audit_max_bytes_loc);
+	} else
+		buf_adds(out, "  # maxBytes not set: the log is never rotated\n");
+	buf_printf(out, "  keep: %d", cfg->audit_keep);
+	config_dump_src(out, &cfg->audit_keep_loc);
 }

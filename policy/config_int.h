@@ -19,6 +19,10 @@
 #define CONFIG_MAX_GRAPHQL_BODY     16777216
 #define CONFIG_DEFAULT_CA_HOURS     168 /* 7 days */
 #define CONFIG_MAX_CA_HOURS         87600
+#define CONFIG_DEFAULT_AUDIT_KEEP   5
+#define CONFIG_MIN_AUDIT_BYTES      65536
+#define CONFIG_MAX_AUDIT_BYTES      100000000000000LL
+#define CONFIG_MAX_AUDIT_KEEP       1000
 extern const char config_default_yaml[]; /* policy/default.yaml, built in */
 void config_list_clear(struct cfg_list *);
 

@@ -53,6 +53,9 @@ config_merge_layer(struct config *cfg, struct config *layer)
 	CONFIG_MERGE(cfg, layer, max_graphql_body);
 	CONFIG_MERGE(cfg, layer, ca_name_constraints);
 	CONFIG_MERGE(cfg, layer, ca_lifetime_hours);
+	CONFIG_MERGE(cfg, layer, audit_on_error);
+	CONFIG_MERGE(cfg, layer, audit_max_bytes);
+	CONFIG_MERGE(cfg, layer, audit_keep);
 	if (layer->audit_path_loc.line > 0) {
 		free(cfg->audit_path);
 		cfg->audit_path = layer->audit_path;
@@ -167,7 +170,7 @@ config_merge_ignored_cmp(const void *a, const void *b)
  * runs). Only what tightens the configuration merged so far is taken:
  * blocklist entries (appended whatever inheritGlobal says), a stricter
  * mode, failClosed, blockDohProviders and ca.nameConstraints turned on,
- * onViolation: block, allowGraphqlQueries: false, a smaller
+ * onViolation: block, audit.onError: block, allowGraphqlQueries: false, a smaller
  * maxGraphqlBody, and allowMethods narrowed to entries the trusted list
  * already has. Everything else that would change the result is left out
  * and recorded with its place, for the caller to report and audit.
@@ -213,6 +216,12 @@ config_merge_untrusted(struct config *cfg, struct config *layer)
 	if (layer->audit_path_loc.line > 0)
 		config_merge_ignore(cfg, "audit.path", NULL, &layer->audit_path_loc,
 		                    "would choose the file egressd writes to");
+	CONFIG_TIGHTEN_BOOL(cfg, layer, audit_on_error, 0, "audit.onError",
+	                    "would let requests through while the audit log cannot be written");
+	CONFIG_KEEP(cfg, layer, audit_max_bytes, "audit.maxBytes",
+	            "would change how much of the audit log is kept");
+	CONFIG_KEEP(cfg, layer, audit_keep, "audit.keep",
+	            "would change how much of the audit log is kept");
 	config_merge_untrusted_list(cfg, &layer->allowlist, "network.allowlist",
 	                            "would allow hosts");
 	config_merge_untrusted_list(cfg, &layer->passthrough, "network.passthrough",

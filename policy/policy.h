@@ -254,6 +254,12 @@ struct config {
 	struct cfg_loc max_graphql_body_loc;
 	char *audit_path;
 	struct cfg_loc audit_path_loc;
+	int audit_on_error; /* audit.onError: 0 block, 1 continue */
+	struct cfg_loc audit_on_error_loc;
+	size_t audit_max_bytes; /* audit.maxBytes: rotate at this size; 0: never */
+	struct cfg_loc audit_max_bytes_loc;
+	int audit_keep; /* audit.keep: rotated files kept */
+	struct cfg_loc audit_keep_loc;
 	int ca_name_constraints; /* strict mode: the CA permits only the allowlist */
 	struct cfg_loc ca_name_constraints_loc;
 	int ca_lifetime_hours;

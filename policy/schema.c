@@ -28,6 +28,7 @@ static void schema_store_methods(struct schema_state *, const struct schema_key 
 static const char *const schema_versions[] = {"1", NULL};
 static const char *const schema_modes[] = {"practical", "strict", "off", NULL};
 static const char *const schema_violations[] = {"block", "flag", NULL};
+static const char *const schema_on_error[] = {"block", "continue", NULL};
 
 /* The value and its cfg_loc: a scalar field and field_loc, or a list with its own loc. */
 #define F(field)                                                                                   \
@@ -137,6 +138,26 @@ static const struct schema_key schema_keys[] = {
      .type = SCHEMA_STRING,
      .store = schema_store_string,
      F(audit_path)},
+    {.section = "audit",
+     .key = "onError",
+     .type = SCHEMA_ENUM,
+     .store = schema_store_int,
+     F(audit_on_error),
+     .names = schema_on_error},
+    {.section = "audit",
+     .key = "maxBytes",
+     .type = SCHEMA_INT,
+     .store = schema_store_size,
+     F(audit_max_bytes),
+     .min = CONFIG_MIN_AUDIT_BYTES,
+     .max = CONFIG_MAX_AUDIT_BYTES},
+    {.section = "audit",
+     .key = "keep",
+     .type = SCHEMA_INT,
+     .store = schema_store_int,
+     F(audit_keep),
+     .min = 0,
+     .max = CONFIG_MAX_AUDIT_KEEP},
 
     {.section = "ca",
      .key = "nameConstraints",

@@ -334,6 +334,9 @@ review_event_parse_json(struct review_event *ev, const char *line, size_t len)
 	ev->bytes_up = review_int(o, AUDIT_FIELD_BYTES_UP);
 	ev->bytes_down = review_int(o, AUDIT_FIELD_BYTES_DOWN);
 	ev->duration_ms = review_int(o, AUDIT_FIELD_DURATION_MS);
+	ev->seqs = review_str(o, AUDIT_FIELD_SEQS);
+	ev->refused = review_int(o, AUDIT_FIELD_REFUSED);
+	ev->unwritten = review_int(o, AUDIT_FIELD_UNWRITTEN);
 	return review_event_finish(ev);
 }
 

@@ -34,8 +34,12 @@ void review_opts_init(struct review_opts *);
 const char *review_time_parse(const char *, int64_t, int64_t *);
 int review_summary(FILE *, FILE *, const struct review_opts *);
 int review_verify(FILE *, FILE *, const struct review_opts *);
+int review_verify_set(char *const *, size_t, FILE *, const struct review_opts *);
 int review_suggest(FILE *, FILE *, const struct review_opts *);
 int review_html(FILE *, FILE *, const struct review_opts *);
 int review_follow(const char *, FILE *, const struct review_opts *, volatile sig_atomic_t *);
+
+/* review_set.c */
+FILE *review_set_open(const char *, FILE *);
 
 #endif

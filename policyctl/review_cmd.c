@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "audit.h"
 #include "policyctl.h"
 #include "review.h"
 
@@ -98,6 +99,8 @@ review_cmd_dispatch(const char *verb, const char *path, const char *html, struct
 {
 	struct sigaction sa;
 	FILE *in, *out = NULL;
+	char **names;
+	size_t n;
 	int rc;
 
 	if (strcmp(verb, "follow") == 0) {
@@ -108,9 +111,18 @@ review_cmd_dispatch(const char *verb, const char *path, const char *html, struct
 		sigaction(SIGTERM, &sa, NULL);
 		return review_follow(path, stdout, o, &review_cmd_stop) == -1 ? EXIT_USAGE : 0;
 	}
+	if (strcmp(verb, "verify") == 0 && strcmp(path, "-") != 0) {
+		/* The rotated files before it too, each named in the report. */
+		names = logfile_set(path, &n);
+		rc = review_verify_set(names, n, stdout, o);
+		logfile_set_free(names, n);
+		if (fflush(stdout) != 0)
+			rc = -1;
+		return rc == -1 ? EXIT_USAGE : rc;
+	}
 	if (strcmp(path, "-") == 0)
 		in = stdin;
-	else if ((in = fopen(path, "r")) == NULL) {
+	else if ((in = review_set_open(path, stderr)) == NULL) {
 		fprintf(stderr, "policyctl: %s: %s\n", path, strerror(errno));
 		return EXIT_USAGE;
 	}

@@ -190,5 +190,8 @@ review_fast_parse(struct review_event *ev, char *line, size_t len)
 	ev->bytes_up = review_fast_i(&v[AUDIT_FIELD_BYTES_UP]);
 	ev->bytes_down = review_fast_i(&v[AUDIT_FIELD_BYTES_DOWN]);
 	ev->duration_ms = review_fast_i(&v[AUDIT_FIELD_DURATION_MS]);
+	ev->seqs = review_fast_s(line, &v[AUDIT_FIELD_SEQS]);
+	ev->refused = review_fast_i(&v[AUDIT_FIELD_REFUSED]);
+	ev->unwritten = review_fast_i(&v[AUDIT_FIELD_UNWRITTEN]);
 	return 0;
 }

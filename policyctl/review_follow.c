@@ -1,7 +1,8 @@
 /*
  * `policyctl audit --follow`: prints the events of an audit file as they
- * are appended, with tail -F semantics. The file is polled: what is there
- * is read, then new bytes every interval. When the path names another file
+ * are appended, with tail -F semantics. The rotated files before it
+ * (FILE.n ... FILE.1) are printed first, then the file is polled: what is
+ * there is read, then new bytes every interval. When the path names another file
  * (moved away and recreated: rotation), the old file is read to its end and
  * the new one followed from its start; when the file shrinks (truncated),
  * it is read again from the start. A line is printed only once its newline
@@ -187,6 +188,48 @@ review_tail_truncated(struct review_tail *t)
 	return 0;
 }
 
+/* Print the lines of a rotated file whole, before the file followed. */
+static void
+review_tail_backlog(struct review_tail *t, const char *name, char *blk)
+{
+	const char *path = t->path;
+
+	t->path = name;
+	if (review_tail_open(t) == -1) {
+		fprintf(t->o->err, "policyctl: %s: %s\n", name, strerror(errno));
+		t->path = path;
+		return;
+	}
+	(void)review_tail_read(t, blk);
+	if (t->pending.len > 0)
+		review_tail_line(t, t->pending.data, t->pending.len);
+	close(t->fd);
+	t->path = path;
+}
+
+/*
+ * The file just finished was rotated more than once since the last poll
+ * (it is FILE.k now, k > 1): the files rotated after it, FILE.k-1 down to
+ * FILE.1, are printed before the new FILE is followed.
+ */
+static void
+review_tail_between(struct review_tail *t, char *blk)
+{
+	dev_t dev = t->dev;
+	ino_t ino = t->ino;
+	struct stat st;
+	char **names;
+	size_t n, i, j;
+
+	names = logfile_set(t->path, &n);
+	for (j = 0; j + 1 < n; j++)
+		if (stat(names[j], &st) == 0 && st.st_dev == dev && st.st_ino == ino)
+			break;
+	for (i = j + 1; j + 1 < n && i + 1 < n; i++)
+		review_tail_backlog(t, names[i], blk);
+	logfile_set_free(names, n);
+}
+
 /*
  * At the end of a regular file: when the path names another file now
  * (rotation), finish the old one and follow the new one. A path that is
@@ -207,6 +250,7 @@ review_tail_rotated(struct review_tail *t, char *blk)
 		fprintf(t->o->err, "policyctl: %s:%lu: the rotated file ends inside a line\n",
 		        t->o->name, t->line + 1);
 	close(t->fd);
+	review_tail_between(t, blk);
 	if (review_tail_open(t) == -1) {
 		/* Gone again between stat and open: wait for the next one. */
 		t->fd = -1;
@@ -225,19 +269,28 @@ review_follow(const char *path, FILE *out, const struct review_opts *o, volatile
 	char *blk;
 	int rc = 0, r;
 
+	char **names = NULL;
+	size_t n = 0, i;
+
 	memset(&t, 0, sizeof t);
 	t.o = o;
 	t.out = out;
 	t.path = path;
 	buf_init(&t.pending);
 	buf_init(&t.text);
+	blk = xmalloc(REVIEW_BLOCK);
+	if (strcmp(path, "-") != 0)
+		names = logfile_set(path, &n);
+	for (i = 0; i + 1 < n && !*stop; i++)
+		review_tail_backlog(&t, names[i], blk);
+	logfile_set_free(names, n);
 	if (review_tail_open(&t) == -1) {
 		fprintf(o->err, "policyctl: %s: %s\n", path, strerror(errno));
+		free(blk);
 		buf_free(&t.pending);
 		buf_free(&t.text);
 		return -1;
 	}
-	blk = xmalloc(REVIEW_BLOCK);
 	ts.tv_sec = o->interval_ms / 1000;
 	ts.tv_nsec = (long)(o->interval_ms % 1000) * 1000000L;
 	while (!*stop) {

@@ -79,6 +79,9 @@ struct review_event {
 	int64_t bytes_up;
 	int64_t bytes_down;
 	int64_t duration_ms;
+	const char *seqs; /* daemon lines: the seqs egressd could not write */
+	int64_t refused;
+	int64_t unwritten;
 };
 const char *review_event_parse(struct review_event *, char *, size_t);
 const char *review_event_parse_json(struct review_event *, const char *, size_t);
@@ -125,6 +128,10 @@ struct review_tally {
 	size_t hcap;
 	size_t nhosts;
 	unsigned long nviol;
+	/* Daemon lines that say the log could not be written for a while. */
+	unsigned long gaps;
+	uint64_t unwritten;
+	uint64_t refused;
 };
 void review_tally_init(struct review_tally *, const char *);
 void review_tally_free(struct review_tally *);

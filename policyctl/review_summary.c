@@ -114,6 +114,11 @@ review_summary_json(FILE *out, const struct review_tally *s, FILE *viol)
 	if (s->other_types > 0)
 		buf_printf(&b, "%s\"(other)\":%" PRIu64, s->ntypes > 0 ? "," : "", s->other_types);
 	buf_addc(&b, '}');
+	if (s->gaps > 0)
+		buf_printf(&b,
+		           ",\"not_written\":{\"episodes\":%lu,\"lines\":%" PRIu64
+		           ",\"refused\":%" PRIu64 "}",
+		           s->gaps, s->unwritten, s->refused);
 	review_summary_json_hosts(&b, s);
 	buf_adds(&b, ",\"violations\":[");
 	fwrite(b.data, 1, b.len, out);

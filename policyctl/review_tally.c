@@ -159,6 +159,12 @@ review_tally_add(struct review_tally *s, const struct review_event *ev)
 	}
 	if (ev->act == REVIEW_ACT_BLOCK || ev->act == REVIEW_ACT_FLAG)
 		s->nviol++;
+	if (ev->event[0] == 'd' && ev->reason != NULL && strcmp(ev->event, "daemon") == 0 &&
+	    strcmp(ev->reason, "resumed") == 0) {
+		s->gaps++;
+		s->unwritten += ev->unwritten > 0 ? (uint64_t)ev->unwritten : 0;
+		s->refused += ev->refused > 0 ? (uint64_t)ev->refused : 0;
+	}
 	if (ev->host == NULL || *ev->host == '\0')
 		return;
 	h = review_tally_host(s, ev->host);

@@ -227,6 +227,13 @@ review_text_overview(struct buf *b, const struct review_tally *s, int color)
 			buf_printf(b, ", other %" PRIu64, s->other_types);
 		buf_addc(b, '\n');
 	}
+	if (s->gaps > 0)
+		buf_printf(b,
+		           "not written: the log could not be written %lu time%s: %" PRIu64
+		           " line%s lost, %" PRIu64
+		           " request%s refused (policyctl audit --verify names them)\n",
+		           s->gaps, s->gaps == 1 ? "" : "s", s->unwritten,
+		           s->unwritten == 1 ? "" : "s", s->refused, s->refused == 1 ? "" : "s");
 	if (s->bad > 0) {
 		buf_printf(b, "bad lines: %lu, not audit events:", s->bad);
 		for (i = 0; i < s->bad && i < REVIEW_SHOW_BAD; i++)

@@ -160,6 +160,8 @@ conn_audit(struct conn *c)
 	if (c->x->decision.graphql_present)
 		ev.graphql = &c->x->decision.gql;
 	ev.error = c->x->error;
+	ev.admitted = c->x->admitted;
+	c->x->admitted = 0;
 	audit_write(c->e->audit, &ev);
 	/* An exchange's kind is its metrics event (checked where conn_count_kinds is). */
 	if (c->x->decision.rule[0] != '\0') {
@@ -196,6 +198,49 @@ conn_audit_tls(struct conn *c, const char *rule, const char *reason, const char 
 	ev.hint = hint;
 	audit_write(c->e->audit, &ev);
 	metrics_count(&c->e->m, METRICS_EV_TLS, ACTION_BLOCK, 0, 0);
+}
+
+static size_t
+conn_side_buffered(const struct conn_side *s)
+{
+	if (s->bev == NULL)
+		return 0;
+	return evbuffer_get_length(bufferevent_get_input(s->bev)) +
+	       evbuffer_get_length(bufferevent_get_output(s->bev));
+}
+
+/*
+ * What the connection holds in its buffers now, into the runtime's total
+ * (the memory budget, --max-buffered): both sides' input and output, a
+ * body held for the decision, a WebSocket message being read. Called
+ * where they grow or drain; a handful of loads, no system call.
+ */
+void
+conn_account(struct conn *c)
+{
+	size_t n;
+
+	if (c->flags & CONN_F_CLOSED)
+		return;
+	n = conn_side_buffered(&c->client) + conn_side_buffered(&c->up);
+	if (c->x != NULL && c->x->held != NULL)
+		n += evbuffer_get_length(c->x->held);
+	if (c->x != NULL && c->x->ws != NULL)
+		n += websocket_held(c->x->ws);
+	c->e->buffered = c->e->buffered - c->buffered + n;
+	c->buffered = n;
+}
+
+/*
+ * How much a side may queue for its peer before the other side stops
+ * being read: SIDE_HIGH_MARK, or, while the connections together hold
+ * more than the budget, little enough that each keeps moving and none
+ * grows.
+ */
+size_t
+conn_high_mark(const struct conn *c)
+{
+	return c->e->buffered > c->e->lim.max_buffered ? SIDE_TIGHT_MARK : SIDE_HIGH_MARK;
 }
 
 /* Free the connections closed since the last time (e->ev_reap, or at the end). */
@@ -236,6 +281,8 @@ conn_exchange_free(struct conn *c)
 	c->flags &= ~(CONN_F_AUDITED | CONN_F_RESP_STARTED | CONN_F_CONTINUE_SENT);
 	if (x == NULL)
 		return;
+	if (x->admitted)
+		audit_release(c->e->audit);
 	http_msg_free(&x->req);
 	http_msg_free(&x->resp);
 	free(x->path); /* and the query with it */
@@ -287,6 +334,8 @@ conn_close(struct conn *c, const char *why)
 		event_free(c->peek_retry);
 	c->peek = c->peek_retry = NULL;
 	conn_exchange_free(c);
+	e->buffered -= c->buffered;
+	c->buffered = 0;
 	TAILQ_REMOVE(&e->conns, c, entry);
 	e->nconns--;
 	TAILQ_INSERT_TAIL(&e->closed, c, entry);
@@ -306,10 +355,19 @@ conn_flush_close(struct conn *c)
 		conn_close(c, "done");
 }
 
-/* Act on c->x->decision: answer 403, intercept a CONNECT, or get an upstream. */
+/*
+ * Act on c->x->decision: answer 403, intercept a CONNECT, or get an
+ * upstream. First the audit log must keep room for the exchange's line:
+ * while it cannot be written, nothing goes on (audit.onError: block).
+ */
 void
 conn_proceed(struct conn *c)
 {
+	if (!audit_admit(c->e->audit)) {
+		respond_unavailable(c);
+		return;
+	}
+	c->x->admitted = 1;
 	if (c->x->decision.action == ACTION_BLOCK) {
 		respond_block(c);
 		return;
@@ -417,6 +475,8 @@ conn_client_write_cb(struct bufferevent *bev, void *arg)
 	}
 	if (c->up.throttled)
 		relay_pump(c);
+	else
+		conn_account(c);
 }
 
 void
@@ -450,6 +510,8 @@ conn_up_write_cb(struct bufferevent *bev, void *arg)
 	}
 	if (c->client.throttled)
 		relay_pump(c);
+	else
+		conn_account(c);
 }
 
 void

@@ -91,6 +91,7 @@ struct exchange {
 	int retried;           /* resent once after a stale pooled upstream */
 	int interim;           /* 1xx responses seen */
 	int upgrade;           /* a WebSocket upgrade was sent up */
+	int admitted;          /* the audit log keeps room for its line (audit_admit) */
 	const char *authority; /* host[:port] for the upstream's Host header */
 	struct host host;
 	uint16_t port;
@@ -133,6 +134,7 @@ struct conn {
 	struct event *peek_retry; /* transparent: look again for the rest of a ClientHello */
 	char client_addr[64];
 	struct conn_dest *dest; /* intercepted or transparent connections only */
+	size_t buffered;        /* what this connection adds to e->buffered */
 
 	struct exchange *x; /* the exchange in progress; NULL between requests */
 };
@@ -157,6 +159,8 @@ void conn_up_read_cb(struct bufferevent *, void *);
 void conn_up_write_cb(struct bufferevent *, void *);
 void conn_event_cb(struct bufferevent *, short, void *);
 void conn_side_read(evutil_socket_t, short, void *);
+void conn_account(struct conn *);
+size_t conn_high_mark(const struct conn *);
 
 /* request.c */
 void request_read_head(struct conn *);
@@ -174,6 +178,7 @@ void intercept_request(struct conn *);
 /* respond.c */
 void respond_error(struct conn *, int, const char *, const char *);
 void respond_block(struct conn *);
+void respond_unavailable(struct conn *);
 void respond_established(struct conn *);
 void respond_continue(struct conn *);
 
@@ -186,6 +191,7 @@ struct websocket;
 int websocket_accept(struct conn *);
 void websocket_pump(struct conn *);
 void websocket_free(struct websocket *);
+size_t websocket_held(const struct websocket *);
 
 /* transparent.c */
 void transparent_request(struct conn *);

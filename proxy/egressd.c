@@ -1,10 +1,11 @@
 /*
  * egressd's runtime: the context every part of the proxy hangs off
  * (egressd_new), one libevent loop (egressd_run), and what happens to it
- * over time. SIGHUP reloads the policy atomically; SIGTERM and SIGINT
- * stop accepting, give open exchanges a grace period and end the loop;
- * a once-a-second tick gives memory back; audit lines made in one batch
- * of events are written together. main.c reads the command line and sets
+ * over time. SIGHUP reloads the policy atomically; SIGUSR1 reopens the
+ * audit log (logrotate); SIGTERM and SIGINT stop accepting, give open
+ * exchanges a grace period and end the loop; a once-a-second tick gives
+ * memory back and tries an audit log that could not be written; audit
+ * lines made in one batch of events are written together. main.c reads the command line and sets
  * up the listeners, the resolver and TLS on the context.
  */
 #include <sys/stat.h>
@@ -34,11 +35,14 @@
  */
 #define EGRESSD_TRIM_BYTES (1024 * 1024)
 
+#define EGRESSD_MAX_BUFFERED (256 * 1024 * 1024) /* --max-buffered without a memory limit */
+
 void
 egressd_conf_init(struct egressd_conf *conf)
 {
 	memset(conf, 0, sizeof *conf);
 	conf->lim.max_conns = 4096;
+	conf->lim.max_buffered = EGRESSD_MAX_BUFFERED;
 	conf->lim.header_timeout = 15;
 	conf->lim.idle_timeout = 60;
 	conf->lim.connect_timeout = 10;
@@ -121,6 +125,20 @@ egressd_policy_load(const struct config_file *files, size_t nfiles)
 	return p;
 }
 
+/* audit.onError, audit.maxBytes and audit.keep of the policy p, for the writer. */
+static void
+egressd_audit_configure(struct egressd *e, const struct policy *p)
+{
+	const struct config *cfg = policy_config(p);
+	struct audit_settings set = {
+	    .on_error = cfg->audit_on_error ? AUDIT_ON_ERROR_CONTINUE : AUDIT_ON_ERROR_BLOCK,
+	    .max_bytes = cfg->audit_max_bytes,
+	    .keep = (unsigned)cfg->audit_keep,
+	};
+
+	audit_configure(e->audit, &set);
+}
+
 static void
 egressd_audit_daemon(struct egressd *e, const char *reason, const char *error)
 {
@@ -197,6 +215,7 @@ egressd_reload(struct egressd *e, struct buf *errs)
 			resolver_set_policy(e->resolver, p);
 		e->generation++;
 		egressd_sources_set(e, p);
+		egressd_audit_configure(e, p);
 		log_info("policy reloaded (mode %s)", config_mode_name(policy_mode(p)));
 		ev.action = "allow";
 		ev.reason = "policy reloaded";
@@ -222,6 +241,15 @@ egressd_reload_cb(evutil_socket_t sig, short what, void *arg)
 	buf_init(&errs);
 	(void)egressd_reload(e, &errs);
 	buf_free(&errs);
+}
+
+/* SIGUSR1: the audit log's file again, after a tool moved it away (logrotate). */
+static void
+egressd_reopen_cb(evutil_socket_t sig, short what, void *arg)
+{
+	struct egressd *e = arg;
+
+	(void)audit_reopen(e->audit);
 }
 
 /* A path as one shell word: as it is when it is plain, else single-quoted. */
@@ -293,7 +321,98 @@ egressd_conn_gone(struct egressd *e)
 {
 	if (e->draining && e->nconns == 0)
 		egressd_stop(e);
-	else if (!e->draining && e->nconns < e->lim.max_conns)
+	else if (!e->draining && e->nconns < e->lim.max_conns && e->buffered <= e->lim.max_buffered)
+		egressd_listeners(e, listener_resume);
+}
+
+static const char *const egressd_overload_rules[OVERLOAD_COUNT] = {
+    [OVERLOAD_CONNS] = "max-conns",
+    [OVERLOAD_MEMORY] = "max-buffered",
+};
+
+static int
+egressd_over(const struct egressd *e, enum overload_kind k)
+{
+	return k == OVERLOAD_CONNS ? e->nconns >= e->lim.max_conns
+	                           : e->buffered > e->lim.max_buffered;
+}
+
+/*
+ * A limit was hit (e->overloaded): an episode starts unless one is on,
+ * with a `daemon` line and one line on stderr.
+ */
+static void
+egressd_overloaded(struct egressd *e, enum overload_kind k)
+{
+	struct overload *ov = &e->ov[k];
+	struct audit_event ev;
+	char text[256];
+
+	if (ov->on)
+		return;
+	ov->on = 1;
+	ov->since_ms = time_mono_ms();
+	ov->episodes++;
+	ov->ep_shed = 0;
+	if (k == OVERLOAD_CONNS)
+		snprintf(text, sizeof text,
+		         "%u connections open (--max-conns): new connections wait in the listen "
+		         "queue",
+		         e->nconns);
+	else
+		snprintf(text, sizeof text,
+		         "%zu bytes held in connection buffers, past --max-buffered %zu: "
+		         "connections move in small steps, new ones wait, bodies to hold are "
+		         "refused (503)",
+		         e->buffered, e->lim.max_buffered);
+	log_warnx("overload: %s", text);
+	audit_event_init(&ev);
+	ev.event = "daemon";
+	ev.reason = "overload";
+	ev.rule = egressd_overload_rules[k];
+	ev.mode = config_mode_name(policy_mode(e->policy));
+	ev.error = text;
+	audit_write(e->audit, &ev);
+}
+
+/*
+ * Once a second: an episode whose limit no longer holds ends (a `daemon`
+ * line with how long it lasted and what was shed: at most one pair of
+ * lines a second, however often the limit is hit and cleared), one whose
+ * limit holds without anything having hit it yet starts, and accepting
+ * resumes once no limit holds.
+ */
+static void
+egressd_overload_tick(struct egressd *e)
+{
+	struct audit_event ev;
+	struct overload *ov;
+	uint64_t ms;
+	int k;
+
+	for (k = 0; k < OVERLOAD_COUNT; k++) {
+		ov = &e->ov[k];
+		if (egressd_over(e, (enum overload_kind)k)) {
+			egressd_overloaded(e, (enum overload_kind)k);
+			continue;
+		}
+		if (!ov->on)
+			continue;
+		ov->on = 0;
+		ms = time_mono_ms() - ov->since_ms;
+		ov->ms_total += ms;
+		log_info("overload over (%s): %.1f s, %llu shed", egressd_overload_rules[k],
+		         (double)ms / 1000.0, (unsigned long long)ov->ep_shed);
+		audit_event_init(&ev);
+		ev.event = "daemon";
+		ev.reason = "overload over";
+		ev.rule = egressd_overload_rules[k];
+		ev.mode = config_mode_name(policy_mode(e->policy));
+		ev.duration_ms = (int64_t)ms;
+		ev.refused = (int64_t)ov->ep_shed;
+		audit_write(e->audit, &ev);
+	}
+	if (!e->draining && !egressd_over(e, OVERLOAD_CONNS) && !egressd_over(e, OVERLOAD_MEMORY))
 		egressd_listeners(e, listener_resume);
 }
 
@@ -324,7 +443,7 @@ egressd_term_cb(evutil_socket_t sig, short what, void *arg)
 	e->draining = 1;
 	log_info("signal %d: draining %u connection%s (grace %us)", (int)sig, e->nconns,
 	         e->nconns == 1 ? "" : "s", e->lim.grace);
-	egressd_listeners(e, listener_pause);
+	egressd_listeners(e, listener_shut);
 	if (e->resolver != NULL)
 		resolver_stop(e->resolver);
 	conn_drain_idle(e);
@@ -342,6 +461,8 @@ egressd_trim_cb(evutil_socket_t fd, short what, void *arg)
 	struct egressd *e = arg;
 	struct mallinfo2 mi;
 
+	audit_tick(e->audit);
+	egressd_overload_tick(e);
 	slab_trim(&e->xslab, 1);
 	upstream_pool_trim(e->pool);
 	conn_trim_idle(e);
@@ -408,8 +529,12 @@ egressd_new(const struct egressd_conf *conf)
 {
 	struct egressd *e;
 
-	/* A peer that went away is an error on its socket, not a signal. */
+	/*
+	 * A peer that went away is an error on its socket, not a signal; a
+	 * file size limit reached is a failed write of the audit log.
+	 */
 	signal(SIGPIPE, SIG_IGN);
+	signal(SIGXFSZ, SIG_IGN);
 	e = xcalloc(1, sizeof *e);
 	if ((e->base = egressd_base_new()) == NULL)
 		fatalx("cannot create the event loop");
@@ -421,9 +546,11 @@ egressd_new(const struct egressd_conf *conf)
 	e->http = conf->http;
 	e->audit_path = xstrdup(conf->audit_path != NULL ? conf->audit_path : "-");
 	e->conn_gone = egressd_conn_gone;
+	e->overloaded = egressd_overloaded;
 	e->generation = 1;
 	clock_gettime(CLOCK_REALTIME, &e->started);
 	egressd_sources_set(e, e->policy);
+	egressd_audit_configure(e, e->policy);
 	egressd_explain_cmd(e, NULL);
 	TAILQ_INIT(&e->conns);
 	e->pool = upstream_pool_new(e);
@@ -440,7 +567,8 @@ egressd_start(struct egressd *e)
 {
 	if (egressd_signal(e, &e->ev_hup, SIGHUP, egressd_reload_cb) == -1 ||
 	    egressd_signal(e, &e->ev_term, SIGTERM, egressd_term_cb) == -1 ||
-	    egressd_signal(e, &e->ev_int, SIGINT, egressd_term_cb) == -1)
+	    egressd_signal(e, &e->ev_int, SIGINT, egressd_term_cb) == -1 ||
+	    egressd_signal(e, &e->ev_usr1, SIGUSR1, egressd_reopen_cb) == -1)
 		return -1;
 	e->ev_audit = event_new(e->base, -1, 0, egressd_audit_flush_cb, e);
 	audit_set_batch(e->audit, egressd_audit_wakeup, e);
@@ -492,6 +620,7 @@ egressd_free(struct egressd *e)
 	egressd_event_free(e->ev_hup);
 	egressd_event_free(e->ev_term);
 	egressd_event_free(e->ev_int);
+	egressd_event_free(e->ev_usr1);
 	egressd_event_free(e->ev_grace);
 	egressd_event_free(e->ev_trim);
 	if (e->audit != NULL)

@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/socket.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,10 +90,18 @@ listener_accept_cb(struct evconnlistener *lev, evutil_socket_t fd, struct sockad
 {
 	struct listener *l = arg;
 	struct egressd *e = l->e;
+	enum overload_kind kind;
 
-	if (e->draining || e->nconns >= e->lim.max_conns) {
+	if (e->draining || e->nconns >= e->lim.max_conns || e->buffered > e->lim.max_buffered) {
+		/* Accepted past a limit (the pause came one accept late): closed at once. */
 		close(fd);
 		listener_pause(l);
+		if (!e->draining) {
+			kind = e->nconns >= e->lim.max_conns ? OVERLOAD_CONNS : OVERLOAD_MEMORY;
+			e->ov[kind].shed++;
+			e->ov[kind].ep_shed++;
+			e->overloaded(e, kind);
+		}
 		return;
 	}
 	if (!l->nodelay)
@@ -102,9 +111,9 @@ listener_accept_cb(struct evconnlistener *lev, evutil_socket_t fd, struct sockad
 		transparent_accept(e, fd, sa);
 	else
 		conn_accept(e, fd, sa, (socklen_t)salen);
-	if (e->nconns >= e->lim.max_conns) {
-		log_warnx("connection limit (%u) reached: accepting paused", e->lim.max_conns);
+	if (e->nconns >= e->lim.max_conns || e->buffered > e->lim.max_buffered) {
 		listener_pause(l);
+		e->overloaded(e, e->nconns >= e->lim.max_conns ? OVERLOAD_CONNS : OVERLOAD_MEMORY);
 	}
 }
 
@@ -176,6 +185,21 @@ listener_pause(struct listener *l)
 	if (!l->paused)
 		evconnlistener_disable(l->lev);
 	l->paused = 1;
+}
+
+/*
+ * Stop listening for good (a drain): a paused listener still completes
+ * handshakes into its backlog, where a client would wait, unanswered,
+ * until egressd exits. Shut down, the socket refuses new connections
+ * and resets those in its backlog, so clients go elsewhere at once. The
+ * descriptor stays open until listener_free.
+ */
+void
+listener_shut(struct listener *l)
+{
+	listener_pause(l);
+	if (shutdown(evconnlistener_get_fd(l->lev), SHUT_RDWR) == -1)
+		log_warn("listener shutdown");
 }
 
 void

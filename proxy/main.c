@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,16 @@
 #include "tls.h"
 
 #define EXIT_CONFIG 2
+
+/*
+ * Under a memory limit (a cgroup's), the limits egressd is not given are
+ * fitted to it: a quarter for bytes held in connection buffers, half for
+ * connections at MAIN_CONN_COST each (an intercepted TLS connection in
+ * its handshake, with its upstream), a sixteenth for the DNS cache, and
+ * the rest for egressd itself.
+ */
+#define MAIN_CONN_COST (48 * 1024)
+#define MAIN_CONNS_MIN 64
 
 /* The command line's options; those without a letter numbered past any character. */
 enum main_opt {
@@ -50,6 +61,7 @@ enum main_opt {
 	OPT_TRANSPARENT,
 	OPT_CONTROL,
 	OPT_METRICS,
+	OPT_MAX_BUFFERED,
 };
 
 static const struct option main_longopts[] = {
@@ -64,6 +76,7 @@ static const struct option main_longopts[] = {
     {"check", no_argument, NULL, OPT_CHECK},
     {"allow-non-loopback", no_argument, NULL, OPT_ALLOW_NON_LOOPBACK},
     {"max-conns", required_argument, NULL, OPT_MAX_CONNS},
+    {"max-buffered", required_argument, NULL, OPT_MAX_BUFFERED},
     {"header-timeout", required_argument, NULL, OPT_HEADER_TIMEOUT},
     {"idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT},
     {"connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT},
@@ -101,6 +114,9 @@ struct main_opts {
 	int no_banners;
 	const char *control; /* --control PATH */
 	const char *metrics; /* --metrics ADDR:PORT */
+	int set_max_conns;   /* given on the command line: not fitted to a memory limit */
+	int set_max_buffered;
+	uint64_t mem_limit; /* the cgroup's memory limit; 0: none */
 };
 
 static void
@@ -115,7 +131,8 @@ main_usage(FILE *f)
 	    "               [--ca-out FILE] [--ca-bundle-out FILE] [--ca-cert FILE --ca-key FILE]\n"
 	    "               [--upstream-ca FILE] [--system-ca FILE]\n"
 	    "               [--control PATH] [--metrics ADDR:PORT]\n"
-	    "               [--allow-non-loopback] [--max-conns N] [--header-timeout S]\n"
+	    "               [--allow-non-loopback] [--max-conns N] [--max-buffered SIZE]\n"
+	    "               [--header-timeout S]\n"
 	    "               [--idle-timeout S] [--connect-timeout S] [--response-timeout S]\n"
 	    "               [--grace S] [--no-banners] [-v]\n");
 }
@@ -131,6 +148,31 @@ main_parse_uint(const char *s, unsigned min, unsigned max, unsigned *out)
 	if (errno != 0 || end == s || *end != '\0' || *s == '-' || v < min || v > max)
 		return -1;
 	*out = (unsigned)v;
+	return 0;
+}
+
+/* A size: bytes, or a number with K, M or G (KiB, MiB, GiB); 4 KiB to 1 TiB. */
+static int
+main_parse_size(const char *s, size_t *out)
+{
+	unsigned long long v, mult = 1;
+	char *end;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno != 0 || end == s || *s == '-')
+		return -1;
+	if (*end == 'K' || *end == 'k')
+		mult = 1ULL << 10;
+	else if (*end == 'M' || *end == 'm')
+		mult = 1ULL << 20;
+	else if (*end == 'G' || *end == 'g')
+		mult = 1ULL << 30;
+	if (mult > 1)
+		end++;
+	if (*end != '\0' || v > (1ULL << 40) / mult || v * mult < 4096)
+		return -1;
+	*out = (size_t)(v * mult);
 	return 0;
 }
 
@@ -209,6 +251,16 @@ main_opt(struct main_opts *o, int opt)
 	case OPT_METRICS:
 		o->metrics = optarg;
 		return 0;
+	case OPT_MAX_BUFFERED:
+		if (main_parse_size(optarg, &o->conf.lim.max_buffered) == -1) {
+			fprintf(stderr,
+			        "egressd: --max-buffered %s: expected a size from 4K to 1024G "
+			        "(bytes, or with K, M or G)\n",
+			        optarg);
+			return -1;
+		}
+		o->set_max_buffered = 1;
+		return 0;
 	case OPT_UPSTREAM_DNS:
 		o->upstream_dns =
 		    xreallocarray(o->upstream_dns, o->nupstream_dns + 1, sizeof *o->upstream_dns);
@@ -253,6 +305,8 @@ main_parse(int argc, char **argv, struct main_opts *o)
 	int opt;
 
 	while ((opt = getopt_long(argc, argv, "c:p:a:u:r:vh", main_longopts, NULL)) != -1) {
+		if (opt == OPT_MAX_CONNS)
+			o->set_max_conns = 1;
 		if ((limit = main_opt_limit(&o->conf.lim, opt)) != NULL) {
 			if (main_parse_uint(optarg, 1, 1000000, limit) == -1) {
 				fprintf(stderr,
@@ -271,6 +325,141 @@ main_parse(int argc, char **argv, struct main_opts *o)
 		return -1;
 	}
 	return 0;
+}
+
+/* A number in a cgroup file ("max", or nothing readable: 0). */
+static uint64_t
+main_cgroup_value(const char *dir, const char *rel, const char *file)
+{
+	char path[PATH_MAX], text[64];
+	unsigned long long v;
+	FILE *f;
+	int n;
+
+	snprintf(path, sizeof path, "%s%s/%s", dir, rel, file);
+	if ((f = fopen(path, "r")) == NULL)
+		return 0;
+	n = fgets(text, sizeof text, f) != NULL && sscanf(text, "%llu", &v) == 1;
+	fclose(f);
+	/* v1 says "no limit" with a number near 2^63. */
+	return n && v < (1ULL << 60) ? (uint64_t)v : 0;
+}
+
+/* The least of file's limits from the cgroup rel up to the root of the mount at dir. */
+static uint64_t
+main_cgroup_walk(const char *dir, char *rel, const char *file)
+{
+	uint64_t least = 0, v;
+	char *slash;
+
+	for (;;) {
+		v = main_cgroup_value(dir, rel, file);
+		if (v > 0 && (least == 0 || v < least))
+			least = v;
+		if ((slash = strrchr(rel, '/')) == NULL || rel[0] == '\0')
+			break;
+		*slash = '\0';
+	}
+	return least;
+}
+
+/*
+ * The cgroup path rel as seen under a mount of its hierarchy whose root is
+ * root (a container's cgroup file system is often mounted from its own
+ * cgroup down): rel without that prefix.
+ */
+static void
+main_cgroup_under(char *rel, const char *root)
+{
+	size_t n = strlen(root);
+
+	if (n > 1 && strncmp(rel, root, n) == 0 && (rel[n] == '/' || rel[n] == '\0'))
+		memmove(rel, rel + n, strlen(rel + n) + 1);
+}
+
+/*
+ * The memory limit egressd runs under: its cgroup's (v2 memory.max, or v1
+ * memory.limit_in_bytes), the least along the path up; 0 when none is
+ * set or it cannot be read. The cgroup file systems are found in
+ * /proc/self/mountinfo, where they are mounted in this mount namespace.
+ */
+static uint64_t
+main_memory_limit(void)
+{
+	char line[1024], v2[PATH_MAX] = "", v1[PATH_MAX] = "", rel2[PATH_MAX] = "",
+	                 rel1[PATH_MAX] = "", root2[PATH_MAX] = "/", root1[PATH_MAX] = "/",
+	                 root[PATH_MAX], mnt[PATH_MAX], fstype[64], opts[512], *p;
+	uint64_t a = 0, b = 0;
+	int in2 = 0, in1 = 0;
+	FILE *f;
+
+	if ((f = fopen("/proc/self/mountinfo", "r")) == NULL)
+		return 0;
+	while (fgets(line, sizeof line, f) != NULL) {
+		if ((p = strstr(line, " - ")) == NULL ||
+		    sscanf(line, "%*s %*s %*s %4095s %4095s", root, mnt) != 2 ||
+		    sscanf(p + 3, "%63s %*s %511s", fstype, opts) != 2)
+			continue;
+		if (strcmp(fstype, "cgroup2") == 0 && v2[0] == '\0') {
+			snprintf(v2, sizeof v2, "%s", mnt);
+			snprintf(root2, sizeof root2, "%s", root);
+		} else if (strcmp(fstype, "cgroup") == 0 && strstr(opts, "memory") != NULL &&
+		           v1[0] == '\0') {
+			snprintf(v1, sizeof v1, "%s", mnt);
+			snprintf(root1, sizeof root1, "%s", root);
+		}
+	}
+	fclose(f);
+	if ((f = fopen("/proc/self/cgroup", "r")) == NULL)
+		return 0;
+	while (fgets(line, sizeof line, f) != NULL) {
+		line[strcspn(line, "\n")] = '\0';
+		if (strncmp(line, "0::/", 4) == 0) {
+			snprintf(rel2, sizeof rel2, "%s", line + 3);
+			in2 = 1;
+		} else if ((p = strchr(line, ':')) != NULL && strstr(p, "memory") != NULL &&
+		           strchr(p + 1, ':') != NULL && strchr(p + 1, ':')[1] == '/') {
+			snprintf(rel1, sizeof rel1, "%s", strchr(p + 1, ':') + 1);
+			in1 = 1;
+		}
+	}
+	fclose(f);
+	main_cgroup_under(rel2, root2);
+	main_cgroup_under(rel1, root1);
+	if (v2[0] != '\0' && in2)
+		a = main_cgroup_walk(v2, rel2, "memory.max");
+	if (v1[0] != '\0' && in1)
+		b = main_cgroup_walk(v1, rel1, "memory.limit_in_bytes");
+	return a == 0 || (b != 0 && b < a) ? b : a;
+}
+
+/*
+ * Fit the limits the command line did not set to a memory limit (see
+ * MAIN_CONN_COST), and say so.
+ */
+static void
+main_fit_limits(struct main_opts *o)
+{
+	struct egressd_limits *lim = &o->conf.lim;
+	uint64_t conns;
+
+	if ((o->mem_limit = main_memory_limit()) == 0)
+		return;
+	if (!o->set_max_buffered && o->mem_limit / 4 < lim->max_buffered)
+		lim->max_buffered = (size_t)(o->mem_limit / 4);
+	conns = o->mem_limit / 2 / MAIN_CONN_COST;
+	if (conns < MAIN_CONNS_MIN)
+		conns = MAIN_CONNS_MIN;
+	if (!o->set_max_conns && conns < lim->max_conns)
+		lim->max_conns = (unsigned)conns;
+	if (lim->pool_max_total > lim->max_conns / 4)
+		lim->pool_max_total = lim->max_conns / 4 > 16 ? lim->max_conns / 4 : 16;
+	if (lim->pool_max_idle > lim->pool_max_total)
+		lim->pool_max_idle = lim->pool_max_total;
+	fprintf(stderr,
+	        "egressd: memory limit %llu MiB (cgroup): at most %u connections, %zu MiB held in "
+	        "buffers\n",
+	        (unsigned long long)(o->mem_limit >> 20), lim->max_conns, lim->max_buffered >> 20);
 }
 
 /*
@@ -355,6 +544,8 @@ main_dns_init(struct egressd *e, struct main_opts *o)
 	}
 	if (main_dns_listen(e, o, udp, tcp) == -1)
 		return -1;
+	if (o->mem_limit > 0 && rc.cache_bytes > o->mem_limit / 16)
+		rc.cache_bytes = (size_t)(o->mem_limit / 16);
 	e->resolver = resolver_new(e->base, &rc, e->policy, e->audit);
 	if (resolver_listen(e->resolver, udp[0], tcp[0]) == -1 ||
 	    ((udp[1] != -1 || tcp[1] != -1) &&
@@ -622,6 +813,7 @@ main(int argc, char **argv)
 		rc = main_check(&o);
 		goto out;
 	}
+	main_fit_limits(&o);
 	if ((o.conf.audit = main_open_audit(&o)) == NULL) {
 		policy_unref(o.conf.policy);
 		goto out;

@@ -163,6 +163,10 @@ metrics_gather(struct egressd *e, struct metrics_snapshot *s)
 		s->dns_cache_bytes = rs.cache_bytes;
 	}
 	conn_count_kinds(e, s->open);
+	memcpy(s->m_ov, e->ov, sizeof s->m_ov);
+	s->max_conns = e->lim.max_conns;
+	s->buffered = e->buffered;
+	s->max_buffered = e->lim.max_buffered;
 	s->pool_idle = upstream_pool_idle(e->pool);
 	if (e->tls != NULL) {
 		tls_ca_info(e->tls, &ca);
@@ -175,6 +179,12 @@ metrics_gather(struct egressd *e, struct metrics_snapshot *s)
 	s->audit_lines = as.lines;
 	s->audit_bytes = as.bytes;
 	s->audit_errors = as.write_errors;
+	s->audit_writable = !as.failing;
+	s->audit_refused = as.refused;
+	s->audit_unwritten = as.unwritten;
+	s->audit_unwritable = as.failures;
+	s->audit_rotations = as.rotations;
+	s->audit_reserved = as.reserved;
 	s->control_clients = control_clients(e->control);
 }
 
@@ -247,6 +257,44 @@ metrics_requests(const struct metrics_snapshot *s, struct buf *b)
 	            s->m->packets_dropped);
 }
 
+/* The limits, what the buffers hold, and the overload episodes by limit. */
+static void
+metrics_overload(const struct metrics_snapshot *s, struct buf *b)
+{
+	static const char *const limits[OVERLOAD_COUNT] = {"connections", "memory"};
+	char labels[64];
+	int k;
+
+	metrics_one(b, "egressd_connections_max", "gauge",
+	            "The connection limit (--max-conns, or fitted to a memory limit).",
+	            s->max_conns);
+	metrics_one(b, "egressd_buffered_bytes", "gauge",
+	            "Bytes held in the connections' buffers now.", s->buffered);
+	metrics_one(b, "egressd_buffered_max_bytes", "gauge",
+	            "The memory budget of the connections' buffers (--max-buffered, or fitted to "
+	            "a memory limit).",
+	            s->max_buffered);
+	metrics_head(b, "egressd_overload", "gauge",
+	             "1 while a limit holds and egressd sheds load, by limit.");
+	for (k = 0; k < OVERLOAD_COUNT; k++) {
+		snprintf(labels, sizeof labels, "{limit=\"%s\"}", limits[k]);
+		metrics_u64(b, "egressd_overload", labels, (uint64_t)s->m_ov[k].on);
+	}
+	metrics_head(b, "egressd_overload_episodes_total", "counter",
+	             "Times a limit began to hold, by limit.");
+	for (k = 0; k < OVERLOAD_COUNT; k++) {
+		snprintf(labels, sizeof labels, "{limit=\"%s\"}", limits[k]);
+		metrics_u64(b, "egressd_overload_episodes_total", labels, s->m_ov[k].episodes);
+	}
+	metrics_head(b, "egressd_overload_shed_total", "counter",
+	             "Connections closed at accept and requests refused (503, WebSocket 1013) "
+	             "while a limit held, by limit.");
+	for (k = 0; k < OVERLOAD_COUNT; k++) {
+		snprintf(labels, sizeof labels, "{limit=\"%s\"}", limits[k]);
+		metrics_u64(b, "egressd_overload_shed_total", labels, s->m_ov[k].shed);
+	}
+}
+
 static void
 metrics_conns_write(const struct metrics_snapshot *s, struct buf *b)
 {
@@ -267,6 +315,7 @@ metrics_conns_write(const struct metrics_snapshot *s, struct buf *b)
 	}
 	metrics_one(b, "egressd_upstream_idle_connections", "gauge",
 	            "Idle upstream connections kept for reuse.", s->pool_idle);
+	metrics_overload(s, b);
 	metrics_one(b, "egressd_dns_cache_entries", "gauge", "Answers in the DNS cache.",
 	            s->dns_cache_entries);
 	metrics_one(b, "egressd_dns_cache_bytes", "gauge", "Bytes the DNS cache's answers take.",
@@ -317,6 +366,25 @@ metrics_process(const struct metrics_snapshot *s, struct buf *b)
 	            s->audit_bytes);
 	metrics_one(b, "egressd_audit_write_errors_total", "counter",
 	            "Audit log writes that failed or landed short.", s->audit_errors);
+	metrics_one(b, "egressd_audit_writable", "gauge",
+	            "1 while the audit log can be written, 0 while it cannot.",
+	            (uint64_t)s->audit_writable);
+	metrics_one(b, "egressd_audit_unwritable_total", "counter",
+	            "Times the audit log became impossible to write (a full disk, an I/O error).",
+	            s->audit_unwritable);
+	metrics_one(b, "egressd_audit_refused_total", "counter",
+	            "Requests refused because their audit line could not be written "
+	            "(audit.onError: block).",
+	            s->audit_refused);
+	metrics_one(b, "egressd_audit_lines_unwritten_total", "counter",
+	            "Audit lines made that could not be written (their seqs are in the "
+	            "daemon line written after).",
+	            s->audit_unwritten);
+	metrics_one(b, "egressd_audit_rotations_total", "counter",
+	            "Audit log rotations (audit.maxBytes).", s->audit_rotations);
+	metrics_one(b, "egressd_audit_reserved_bytes", "gauge",
+	            "Disk space allocated ahead of the audit lines still to come.",
+	            s->audit_reserved);
 	metrics_one(b, "egressd_control_requests_total", "counter",
 	            "Requests on the control socket.", s->m->control_requests);
 	metrics_one(b, "egressd_control_errors_total", "counter",

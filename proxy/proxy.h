@@ -33,6 +33,7 @@ struct upstream_pool;
 
 struct egressd_limits {
 	unsigned max_conns;           /* client connections at once */
+	size_t max_buffered;          /* bytes held in connection buffers, all together */
 	unsigned header_timeout;      /* seconds to send a whole request head */
 	unsigned idle_timeout;        /* seconds a keep-alive client may idle */
 	unsigned connect_timeout;     /* seconds to resolve and connect upstream */
@@ -42,6 +43,27 @@ struct egressd_limits {
 	unsigned pool_idle_timeout;   /* seconds an idle upstream is kept */
 	unsigned pool_max_idle;       /* idle upstreams kept per host:port */
 	unsigned pool_max_total;      /* idle upstreams kept in all */
+};
+
+/*
+ * Overload: a limit reached (connections open, or bytes held in buffers).
+ * While one holds, new connections wait in the listen queue; past the
+ * memory budget, connections holding more than a little stop reading and
+ * requests that need a body held are refused (503). Each episode is a
+ * `daemon` line when it starts and when it ends.
+ */
+enum overload_kind {
+	OVERLOAD_CONNS,  /* --max-conns */
+	OVERLOAD_MEMORY, /* --max-buffered */
+	OVERLOAD_COUNT,
+};
+struct overload {
+	int on;
+	uint64_t since_ms; /* monotonic, while on */
+	uint64_t episodes; /* how many began */
+	uint64_t ms_total; /* time spent in the ones that ended */
+	uint64_t shed;     /* requests refused (memory), accept pauses (connections) */
+	uint64_t ep_shed;  /* ... in this episode */
 };
 
 /*
@@ -118,6 +140,7 @@ struct egressd {
 	struct event *ev_hup;
 	struct event *ev_term;
 	struct event *ev_int;
+	struct event *ev_usr1; /* reopens the audit log */
 	struct event *ev_grace;
 	struct event *ev_trim;
 	struct event *ev_audit; /* writes the batched audit lines */
@@ -126,11 +149,15 @@ struct egressd {
 	 * the runtime's own: resume accepting, or end a drain).
 	 */
 	void (*conn_gone)(struct egressd *);
+	/* Called when a limit is hit (listener, engine): starts an overload episode. */
+	void (*overloaded)(struct egressd *, enum overload_kind);
 	TAILQ_HEAD(, conn) conns;
 	TAILQ_HEAD(, conn) closed; /* closed, to be freed by ev_reap */
 	struct event *ev_reap;
 	unsigned nconns;
 	uint64_t conn_seq;
+	size_t buffered; /* bytes in the connections' buffers (conn_account) */
+	struct overload ov[OVERLOAD_COUNT];
 	struct egressd_limits lim;
 	struct http_limits http;
 	struct upstream_pool *pool;
@@ -175,6 +202,10 @@ struct metrics_snapshot {
 	uint64_t dns_cache_entries;
 	uint64_t dns_cache_bytes;
 	uint64_t open[METRICS_CONN_COUNT];
+	struct overload m_ov[OVERLOAD_COUNT];
+	uint64_t max_conns;
+	uint64_t buffered;
+	uint64_t max_buffered;
 	uint64_t pool_idle;
 	int has_ca;
 	double ca_not_after;
@@ -183,6 +214,12 @@ struct metrics_snapshot {
 	uint64_t audit_lines;
 	uint64_t audit_bytes;
 	uint64_t audit_errors;
+	int audit_writable;        /* 0 while lines cannot be written */
+	uint64_t audit_refused;    /* requests refused because they could not be audited */
+	uint64_t audit_unwritten;  /* lines that could not be written */
+	uint64_t audit_unwritable; /* times the log became unwritable */
+	uint64_t audit_rotations;
+	uint64_t audit_reserved; /* bytes allocated ahead of the lines */
 	uint64_t control_clients;
 };
 void metrics_gather(struct egressd *, struct metrics_snapshot *);
@@ -261,6 +298,7 @@ struct listener *listener_new(struct egressd *, int, enum listener_kind);
 void listener_free(struct listener *);
 void listener_pause(struct listener *);
 void listener_resume(struct listener *);
+void listener_shut(struct listener *);
 int listener_bind(const char *, enum listener_kind, int, char *, size_t);
 int listener_private(int, const struct sockaddr_storage *, enum listener_kind, int, char *, size_t);
 

@@ -194,8 +194,8 @@ relay_read_response(struct conn *c)
  * response head (head, len) goes out in the same write as the first body
  * bytes: one segment, one system call.
  */
-void
-relay_pump_head(struct conn *c, const void *head, size_t len)
+static void
+relay_move(struct conn *c, const void *head, size_t len)
 {
 	struct evbuffer *cin, *uin;
 	struct bufferevent *cb = c->client.bev, *ub = c->up.bev;
@@ -211,8 +211,8 @@ relay_pump_head(struct conn *c, const void *head, size_t len)
 		c->x->resp_body.bytes += (int64_t)evbuffer_get_length(uin);
 		side_send_buffer(&c->up, cin);
 		side_send_buffer(&c->client, uin);
-		side_throttle(&c->client, &c->up);
-		side_throttle(&c->up, &c->client);
+		side_throttle(&c->client, &c->up, conn_high_mark(c));
+		side_throttle(&c->up, &c->client, conn_high_mark(c));
 		return;
 	}
 	if (c->state != CONN_EXCHANGE)
@@ -235,7 +235,7 @@ relay_pump_head(struct conn *c, const void *head, size_t len)
 		if (evbuffer_get_length(cin) > c->e->http.head)
 			side_read(&c->client, 0);
 	} else
-		side_throttle(&c->client, &c->up);
+		side_throttle(&c->client, &c->up, conn_high_mark(c));
 	if (!c->x->resp_parsed)
 		return;
 	uin = bufferevent_get_input(ub);
@@ -253,7 +253,7 @@ relay_pump_head(struct conn *c, const void *head, size_t len)
 		conn_flush_close(c);
 		return;
 	}
-	side_throttle(&c->up, &c->client);
+	side_throttle(&c->up, &c->client, conn_high_mark(c));
 	if (c->x->resp_body.done && c->x->req_body.done)
 		conn_exchange_done(c);
 }
@@ -279,6 +279,14 @@ relay_tunnel_eof(struct conn *c, struct conn_side *s)
 	}
 	if (evbuffer_get_length(bufferevent_get_output(s->peer->bev)) == 0)
 		shutdown(bufferevent_getfd(s->peer->bev), SHUT_WR);
+}
+
+/* Move what can be moved (relay_move), then count what the buffers hold. */
+void
+relay_pump_head(struct conn *c, const void *head, size_t len)
+{
+	relay_move(c, head, len);
+	conn_account(c);
 }
 
 void

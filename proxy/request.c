@@ -66,6 +66,40 @@ request_body_needed(struct conn *c)
 	return c->x->decision.body_matters;
 }
 
+/* The most a body held for the decision may take: its length, or maxGraphqlBody. */
+static size_t
+request_body_want(const struct conn *c)
+{
+	size_t max = policy_config(c->policy)->max_graphql_body;
+
+	if (c->x->req.body == HTTP_BODY_LENGTH && c->x->req.length < max)
+		return (size_t)c->x->req.length;
+	return max;
+}
+
+/*
+ * Past the memory budget, a body to hold is refused, not waited for: a
+ * block by the built-in rule max-buffered, answered 503.
+ */
+static void
+request_shed(struct conn *c)
+{
+	struct decision *d = &c->x->decision;
+
+	c->e->overloaded(c->e, OVERLOAD_MEMORY);
+	c->e->ov[OVERLOAD_MEMORY].shed++;
+	c->e->ov[OVERLOAD_MEMORY].ep_shed++;
+	memset(d, 0, sizeof *d);
+	d->action = ACTION_BLOCK;
+	str_copy(d->rule, sizeof d->rule, "max-buffered");
+	str_copy(d->source, sizeof d->source, "builtin");
+	str_copy(d->reason, sizeof d->reason,
+	         "egressd is over its memory budget: a body to hold for the decision was not "
+	         "read");
+	respond_error(c, 503, "Service Unavailable",
+	              "egressd is over its memory budget (--max-buffered): try again shortly");
+}
+
 /* A Content-Encoding other than identity: the held bytes cannot be read. */
 static int
 request_body_encoded(const struct conn *c)
@@ -108,6 +142,7 @@ request_hold_body(struct conn *c)
 		respond_error(c, 400, "Bad Request", "malformed chunked request body");
 		return;
 	}
+	conn_account(c);
 	if (evbuffer_get_length(c->x->held) > max)
 		c->x->held_truncated = 1; /* not provably a query: decided as such */
 	else if (!b->done)
@@ -189,6 +224,10 @@ request_body(struct conn *c)
 			conn_proceed(c);
 			return;
 		}
+		if (c->e->buffered + request_body_want(c) > c->e->lim.max_buffered) {
+			request_shed(c);
+			return;
+		}
 		c->x->held = evbuffer_new();
 		c->x->req_body.out = HTTP_BODY_NONE; /* raw data into held */
 		if (c->x->req.flags & HTTP_F_EXPECT_CONTINUE)
@@ -221,8 +260,10 @@ request_read_head(struct conn *c)
 		return;
 	}
 	r = http_parse_request(data, want, &c->e->http, &c->x->req);
-	if (r == HTTP_PARSE_INCOMPLETE)
+	if (r == HTTP_PARSE_INCOMPLETE) {
+		conn_account(c);
 		return;
+	}
 	c->x->begun = 1;
 	c->x->kind = c->x->req.method_id == HTTP_M_CONNECT ? EXCHANGE_CONNECT : EXCHANGE_HTTP;
 	if (r == HTTP_PARSE_ERROR) {

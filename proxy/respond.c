@@ -16,6 +16,8 @@
 
 #include "conn_int.h"
 
+#define RESPOND_RETRY_AFTER 5 /* seconds, in a 503: the audit log is tried every second */
+
 /* A short response of our own: errors and policy blocks. */
 static void
 respond_reply(struct conn *c, int status, const char *reason, const char *body, int keep)
@@ -35,6 +37,8 @@ respond_reply(struct conn *c, int status, const char *reason, const char *body, 
 	                    status, reason, strlen(body));
 	if (status == 403 && c->x->decision.rule[0] != '\0')
 		evbuffer_add_printf(out, "X-Egress-Rule: %s\r\n", c->x->decision.rule);
+	if (status == 503)
+		evbuffer_add_printf(out, "Retry-After: %d\r\n", RESPOND_RETRY_AFTER);
 	evbuffer_add_printf(out, "Connection: %s\r\n\r\n%s", keep ? "keep-alive" : "close", body);
 	if (!keep)
 		c->flags |= CONN_F_CLIENT_CLOSE;
@@ -148,6 +152,39 @@ respond_block(struct conn *c)
 	       !c->e->draining;
 	respond_reply(c, 403, "Forbidden", body, keep);
 	conn_audit(c);
+	if (!keep) {
+		conn_flush_close(c);
+		return;
+	}
+	conn_exchange_done(c);
+}
+
+/*
+ * 503 while the audit log cannot be written (audit.onError: block): the
+ * request goes nowhere and has no line of its own; it is counted in the
+ * daemon line written once the log can be written again.
+ */
+void
+respond_unavailable(struct conn *c)
+{
+	char why[160], body[512];
+	int keep;
+
+	c->flags |= CONN_F_AUDITED;
+	if ((c->flags & CONN_F_TRANSPARENT) && !(c->flags & CONN_F_TLS) &&
+	    c->x->kind != EXCHANGE_HTTP) {
+		conn_close(c, "the audit log cannot be written");
+		return;
+	}
+	snprintf(body, sizeof body,
+	         "egressd: 503 Service Unavailable: %s; egressd refuses every request until "
+	         "it can be written (audit.onError: block)\n",
+	         audit_refusal(c->e->audit, why, sizeof why));
+	keep = (c->x->req.flags & HTTP_F_KEEP_ALIVE) &&
+	       (c->x->req.body == HTTP_BODY_NONE || c->x->req_body.done ||
+	        (c->x->req.body == HTTP_BODY_LENGTH && c->x->req.length == 0)) &&
+	       !c->e->draining;
+	respond_reply(c, 503, "Service Unavailable", body, keep);
 	if (!keep) {
 		conn_flush_close(c);
 		return;

@@ -4,8 +4,8 @@
  * when nothing is queued for it, TLS output cut into whole records, read
  * and write timeouts, and backpressure between the two sides of a
  * connection: a side stops being read while its peer has more than
- * SIDE_HIGH_MARK queued, and resumes from the peer's write callback at
- * SIDE_LOW_MARK.
+ * SIDE_HIGH_MARK queued (SIDE_TIGHT_MARK while egressd is over its memory
+ * budget), and resumes from the peer's write callback once it has less.
  */
 #include <errno.h>
 #include <string.h>
@@ -17,13 +17,13 @@
 
 #include "side.h"
 
-/* Backpressure: stop reading src while dst has too much queued. */
+/* Backpressure: stop reading src while dst has more than high queued. */
 void
-side_throttle(struct conn_side *src, struct conn_side *dst)
+side_throttle(struct conn_side *src, struct conn_side *dst, size_t high)
 {
 	if (src->bev == NULL || dst->bev == NULL)
 		return;
-	if (evbuffer_get_length(bufferevent_get_output(dst->bev)) > SIDE_HIGH_MARK) {
+	if (evbuffer_get_length(bufferevent_get_output(dst->bev)) > high) {
 		if (!src->throttled) {
 			side_read(src, 0);
 			src->throttled = 1;

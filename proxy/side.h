@@ -20,6 +20,7 @@ struct evbuffer;
 
 #define SIDE_HIGH_MARK  (256 * 1024) /* stop reading a side past this much queued at its peer */
 #define SIDE_LOW_MARK   (64 * 1024)  /* resume below this */
+#define SIDE_TIGHT_MARK (16 * 1024)  /* the high mark while over the memory budget */
 #define SIDE_TLS_RECORD 16384        /* plaintext of a full TLS record */
 
 struct conn_side {
@@ -45,6 +46,6 @@ void side_timeouts(struct conn_side *, const struct timeval *, const struct time
 int side_read_socket(struct conn_side *);
 void side_send(struct conn_side *, const void *, size_t);
 void side_send_buffer(struct conn_side *, struct evbuffer *);
-void side_throttle(struct conn_side *, struct conn_side *);
+void side_throttle(struct conn_side *, struct conn_side *, size_t);
 
 #endif

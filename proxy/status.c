@@ -182,6 +182,33 @@ status_connections(struct buf *b, struct egressd *e, const struct metrics_snapsh
 	buf_printf(b, "{\"proxy\":%llu,\"transparent\":%llu}",
 	           (unsigned long long)s->m->accepted[0], (unsigned long long)s->m->accepted[1]);
 	status_u64(b, "upstream_pool_idle", s->pool_idle);
+	status_u64(b, "buffered_bytes", s->buffered);
+	status_u64(b, "max_buffered_bytes", s->max_buffered);
+	buf_addc(b, '}');
+}
+
+/* The overload episodes, by limit: on now, since when, how many, what was shed. */
+static void
+status_overload(struct buf *b, const struct metrics_snapshot *s)
+{
+	static const char *const limits[OVERLOAD_COUNT] = {"connections", "memory"};
+	const struct overload *ov;
+	uint64_t now = time_mono_ms();
+	int k;
+
+	status_key(b, "overload", 0);
+	buf_addc(b, '{');
+	for (k = 0; k < OVERLOAD_COUNT; k++) {
+		ov = &s->m_ov[k];
+		status_key(b, limits[k], k == 0);
+		buf_addc(b, '{');
+		status_key(b, "on", 1);
+		buf_adds(b, ov->on ? "true" : "false");
+		status_u64(b, "for_ms", ov->on ? now - ov->since_ms : 0);
+		status_u64(b, "episodes", ov->episodes);
+		status_u64(b, "shed", ov->shed);
+		buf_addc(b, '}');
+	}
 	buf_addc(b, '}');
 }
 
@@ -223,6 +250,24 @@ status_audit(struct buf *b, struct egressd *e)
 	status_u64(b, "lines", st.lines);
 	status_u64(b, "bytes", st.bytes);
 	status_u64(b, "write_errors", st.write_errors);
+	status_key(b, "on_error", 0);
+	json_escape_str(b, st.on_error == AUDIT_ON_ERROR_BLOCK ? "block" : "continue");
+	/* ok, or what egressd does while lines cannot be written. */
+	status_key(b, "state", 0);
+	json_escape_str(b, !st.failing                           ? "ok"
+	                   : st.on_error == AUDIT_ON_ERROR_BLOCK ? "refusing"
+	                                                         : "losing");
+	status_key(b, "error", 0);
+	if (st.failing) {
+		json_escape_str(b, strerror(st.error));
+		status_time(b, "since", &st.since);
+	} else
+		buf_adds(b, "null");
+	status_u64(b, "refused", st.refused);
+	status_u64(b, "unwritten", st.unwritten);
+	status_u64(b, "unwritable", st.failures);
+	status_u64(b, "rotations", st.rotations);
+	status_u64(b, "reserved_bytes", st.reserved);
 	buf_addc(b, '}');
 }
 
@@ -259,6 +304,7 @@ status_json(struct egressd *e, struct buf *b)
 	           (unsigned long long)e->m.bytes_down);
 	status_blocked(b, &e->m);
 	status_connections(b, e, &s);
+	status_overload(b, &s);
 	status_key(b, "dns", 0);
 	buf_printf(b, "{\"cache_entries\":%llu,\"cache_bytes\":%llu}",
 	           (unsigned long long)s.dns_cache_entries, (unsigned long long)s.dns_cache_bytes);

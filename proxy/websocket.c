@@ -28,6 +28,13 @@ struct websocket {
 	enum gql_ws_proto proto;
 };
 
+/* The bytes of a client message being read, held until it is whole. */
+size_t
+websocket_held(const struct websocket *ws)
+{
+	return ws->rd.msg.len;
+}
+
 void
 websocket_free(struct websocket *ws)
 {
@@ -37,8 +44,11 @@ websocket_free(struct websocket *ws)
 	free(ws);
 }
 
-/* One `websocket` audit event: an operation, or a message or frame refused. */
-static void
+/*
+ * One `websocket` audit event: an operation, or a message or frame
+ * refused. -1 when its line cannot be written.
+ */
+static int
 websocket_audit(struct conn *c, const struct decision *d)
 {
 	struct audit_event ev;
@@ -62,7 +72,7 @@ websocket_audit(struct conn *c, const struct decision *d)
 	}
 	if (d->graphql_present)
 		ev.graphql = &d->gql;
-	audit_write(c->e->audit, &ev);
+	return audit_write(c->e->audit, &ev);
 }
 
 /*
@@ -189,8 +199,16 @@ websocket_message(struct conn *c)
 	} else
 		graphql_ws_classify(ws->proto, ws->rd.msg.data, ws->rd.msg.len, &m);
 	policy_decide_ws_message(c->policy, &m, &d);
-	if (m.kind != GQL_WS_CONTROL)
-		websocket_audit(c, &d);
+	/* Its line comes first: a message goes up only once the log keeps it. */
+	if (m.kind != GQL_WS_CONTROL &&
+	    (audit_refusing(c->e->audit) ||
+	     (websocket_audit(c, &d) == -1 && audit_refusing(c->e->audit)))) {
+		audit_refused(c->e->audit);
+		audit_refusal(c->e->audit, text, sizeof text);
+		websocket_close(c, WS_CLOSE_TRY_LATER, text,
+		                "WebSocket message refused: the audit log cannot be written");
+		return -1;
+	}
 	if (d.action == ACTION_BLOCK) {
 		snprintf(text, sizeof text, "egressd: message refused (rule %s)", d.rule);
 		websocket_close(c, WS_CLOSE_POLICY, text,
@@ -213,7 +231,7 @@ websocket_frame_error(struct conn *c)
 	str_copy(d.source, sizeof d.source, "builtin");
 	d.list = POLICY_LIST_WEBSOCKET;
 	snprintf(d.reason, sizeof d.reason, "WebSocket frame refused: %s", rd->err);
-	websocket_audit(c, &d);
+	(void)websocket_audit(c, &d);
 	websocket_close(c, (unsigned)rd->close_code, rd->err, rd->err);
 }
 
@@ -234,7 +252,7 @@ websocket_pump(struct conn *c)
 	size_t used;
 
 	websocket_down(c);
-	while (evbuffer_get_length(uout) <= SIDE_HIGH_MARK &&
+	while (evbuffer_get_length(uout) <= conn_high_mark(c) &&
 	       evbuffer_peek(cin, -1, NULL, &v, 1) == 1 && v.iov_len > 0) {
 		if (ws->rd.closed) {
 			/* After its close frame a client sends nothing more (§5.5.1). */
@@ -243,6 +261,15 @@ websocket_pump(struct conn *c)
 		}
 		r = ws_reader_feed(&ws->rd, v.iov_base, v.iov_len, &used);
 		evbuffer_drain(cin, used);
+		/* Past the memory budget, a large message being read is not waited for. */
+		if (ws->rd.msg.len > SIDE_TIGHT_MARK && c->e->buffered > c->e->lim.max_buffered) {
+			c->e->overloaded(c->e, OVERLOAD_MEMORY);
+			c->e->ov[OVERLOAD_MEMORY].shed++;
+			c->e->ov[OVERLOAD_MEMORY].ep_shed++;
+			websocket_close(c, WS_CLOSE_TRY_LATER, "egressd is over its memory budget",
+			                "WebSocket message refused: over the memory budget");
+			return;
+		}
 		if (r == WS_ERROR) {
 			websocket_frame_error(c);
 			return;
@@ -253,6 +280,6 @@ websocket_pump(struct conn *c)
 		if (r == WS_MESSAGE && websocket_message(c) == -1)
 			return;
 	}
-	side_throttle(&c->client, &c->up);
-	side_throttle(&c->up, &c->client);
+	side_throttle(&c->client, &c->up, conn_high_mark(c));
+	side_throttle(&c->up, &c->client, conn_high_mark(c));
 }

@@ -213,8 +213,9 @@ resolver_stats(const struct resolver *r, struct resolver_stats *st)
 /*
  * One dns audit event, counted first (every answered query is, whether or
  * not cached answers are audited); rcode < 0 when nothing was sent back.
+ * -1 when its line cannot be written.
  */
-static void
+static int
 resolver_audit(struct resolver *r, const struct dns_msg_query *q, const struct resolver_client *c,
                const struct decision *d, int rcode, int cached, const char *error)
 {
@@ -224,7 +225,7 @@ resolver_audit(struct resolver *r, const struct dns_msg_query *q, const struct r
 	if (d != NULL)
 		r->queries[d->action][cached != 0]++;
 	if (r->audit == NULL || (cached && !r->conf.audit_cached))
-		return;
+		return 0;
 	audit_event_init(&ev);
 	ev.event = "dns";
 	sock_text(&c->peer, client, sizeof client);
@@ -244,7 +245,7 @@ resolver_audit(struct resolver *r, const struct dns_msg_query *q, const struct r
 	ev.rcode = rcode >= 0 ? dns_msg_rcode_name((unsigned)rcode) : NULL;
 	ev.cached = cached;
 	ev.error = error;
-	audit_write(r->audit, &ev);
+	return audit_write(r->audit, &ev);
 }
 
 /* Answer q ourselves: rcode, an Extended DNS Error when ede >= 0. */
@@ -281,6 +282,21 @@ resolver_refuse(struct resolver *r, const struct dns_msg_query *q, const struct 
 	if (rcode >= 0)
 		resolver_reply_simple(r, q, c, (unsigned)rcode, -1, NULL);
 	resolver_audit(r, q, c, &d, rcode, 0, err);
+}
+
+/*
+ * REFUSED with an Extended DNS Error (Not Ready) while the audit log
+ * cannot be written (audit.onError: block); counted, no line of its own.
+ */
+static void
+resolver_reply_unwritable(struct resolver *r, const struct dns_msg_query *q,
+                          const struct resolver_client *c)
+{
+	char text[160];
+
+	audit_refused(r->audit);
+	audit_refusal(r->audit, text, sizeof text);
+	resolver_reply_simple(r, q, c, DNS_MSG_REFUSED, DNS_MSG_EDE_NOT_READY, text);
 }
 
 static void
@@ -332,11 +348,17 @@ resolver_serve(struct resolver *r, const struct dns_msg_query *q, const struct r
 		resolver_audit(r, q, c, qd, DNS_MSG_SERVFAIL, cached, "unusable upstream answer");
 		return;
 	}
+	/* The line first: an answer goes out only once the audit log keeps it. */
+	if (resolver_audit(r, q, c, s->verdict != NULL ? s->verdict : qd, s->rcode, cached, NULL) ==
+	        -1 &&
+	    audit_refusing(r->audit)) {
+		resolver_reply_unwritable(r, q, c);
+		return;
+	}
 	len = dns_msg_reply_served(q, s, (uint32_t)((now - e->t_insert) / 1000),
 	                           resolver_udp_limit(q, c), r->scratch, sizeof r->scratch);
 	if (len > 0)
 		dns_listen_reply(r, c, r->scratch, len);
-	resolver_audit(r, q, c, s->verdict != NULL ? s->verdict : qd, s->rcode, cached, NULL);
 }
 
 /*
@@ -423,6 +445,10 @@ resolver_query(struct resolver *r, const uint8_t *p, size_t len, struct resolver
 	if ((err = dns_msg_parse_query(p, len, &q, &rcode)) != NULL) {
 		log_debug("dns query dropped or refused: %s", err);
 		resolver_refuse(r, &q, c, rcode, err);
+		return;
+	}
+	if (audit_refusing(r->audit)) {
+		resolver_reply_unwritable(r, &q, c);
 		return;
 	}
 	d = resolver_decide(r, q.name, &scratch);

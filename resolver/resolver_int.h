@@ -33,6 +33,7 @@
 #define DNS_MSG_EDE_BLOCKED   15 /* RFC 8914 */
 #define DNS_MSG_EDE_NETWORK   23
 #define DNS_MSG_EDE_NO_REACH  22
+#define DNS_MSG_EDE_NOT_READY 14
 #define DNS_MSG_RCODE_BADVERS 16
 
 enum dns_msg_rcode {

@@ -18,6 +18,7 @@
 #define WS_CLOSE_PROTOCOL  1002 /* close codes (RFC 6455 §7.4.1) */
 #define WS_CLOSE_BAD_DATA  1007
 #define WS_CLOSE_TOO_BIG   1009
+#define WS_CLOSE_TRY_LATER 1013
 #define WS_CLOSE_POLICY    4403 /* egressd refused a message */
 enum ws_opcode {
 	WS_OP_CONTINUATION = 0x0,

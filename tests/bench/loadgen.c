@@ -142,12 +142,30 @@ lg_conn_drop(struct lg_conn *c)
 	c->served = 0;
 }
 
-/* Queues the request unless the connection is still being set up (it is sent at the hand-off). */
+/*
+ * Queues the request unless the connection is still being set up (it is
+ * sent at the hand-off). With --tag, a new request takes the next ID; a
+ * request sent again (resend) keeps its own.
+ */
 void
 lg_conn_send(struct lg_conn *c)
 {
-	if (c->bev != NULL && c->setup == LG_S_NONE)
-		bufferevent_write(c->bev, c->lg->request, c->lg->request_len);
+	struct loadgen *lg = c->lg;
+	char id[24];
+	int n;
+
+	if (c->bev == NULL || c->setup != LG_S_NONE)
+		return;
+	if (lg->tag == NULL) {
+		bufferevent_write(c->bev, lg->request, lg->request_len);
+		return;
+	}
+	if (c->id == 0)
+		c->id = ++lg->ids;
+	n = snprintf(id, sizeof id, "%" PRIu64, c->id);
+	bufferevent_write(c->bev, lg->request, lg->tag_at);
+	bufferevent_write(c->bev, id, (size_t)n);
+	bufferevent_write(c->bev, lg->request + lg->tag_at, lg->request_len - lg->tag_at);
 }
 
 /* Idle mode: once every connection is parked or has failed, tell the driver. */
@@ -172,6 +190,7 @@ lg_conn_done(struct lg_conn *c, int err)
 	int keep;
 
 	c->in_flight = 0;
+	c->id = 0;
 	lg->finished++;
 	if (err >= 0) {
 		lg->errors[err]++;
@@ -457,7 +476,8 @@ lg_usage(void)
 	    stderr,
 	    "usage: loadgen --url http://127.0.0.1:PORT/PATH [--proxy 127.0.0.1:PORT]\n"
 	    "               [--connections N] [--duration SECS] [--requests MAX]\n"
-	    "               [--mode keepalive|close|idle] [--timeout SECS] [--name NAME]\n"
+	    "               [--mode keepalive|close|idle] [--timeout SECS] [--name NAME] [--tag "
+	    "TAG]\n"
 	    "       loadgen --url https://HOST[:PORT]/PATH --cacert FILE\n"
 	    "               [--proxy 127.0.0.1:PORT | --resolve 127.0.0.1] [options as above]\n");
 	exit(2);
@@ -472,14 +492,18 @@ static void
 lg_build_request(struct loadgen *lg, const char *url, const char *auth, const char *path,
                  int via_proxy, int port)
 {
-	int n;
+	const char *target = via_proxy && lg->ssl_ctx == NULL ? url : path;
+	int n, at = 0;
 
-	n = asprintf(&lg->request, "GET %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: loadgen\r\n%s\r\n",
-	             via_proxy && lg->ssl_ctx == NULL ? url : path, auth,
+	n = asprintf(&lg->request,
+	             "GET %s%s%s%s%n HTTP/1.1\r\nHost: %s\r\nUser-Agent: loadgen\r\n%s\r\n", target,
+	             lg->tag == NULL || target[strlen(target) - 1] == '/' ? "" : "/",
+	             lg->tag != NULL ? lg->tag : "", lg->tag != NULL ? "-" : "", &at, auth,
 	             lg->mode == LG_CLOSE ? "Connection: close\r\n" : "");
 	if (n < 0)
 		lg_die("out of memory");
 	lg->request_len = (size_t)n;
+	lg->tag_at = (size_t)at;
 	if (lg->ssl_ctx == NULL || !via_proxy)
 		return;
 	n = asprintf(&lg->tunnel,
@@ -504,6 +528,7 @@ lg_parse_args(struct loadgen *lg, int argc, char **argv)
 	    {"name", required_argument, NULL, 'N'},
 	    {"cacert", required_argument, NULL, 'C'},
 	    {"resolve", required_argument, NULL, 'R'},
+	    {"tag", required_argument, NULL, 'T'},
 	    {NULL, 0, NULL, 0},
 	};
 	const char *url = NULL, *proxy = NULL, *path, *err, *cafile = NULL, *resolve = NULL;
@@ -554,6 +579,11 @@ lg_parse_args(struct loadgen *lg, int argc, char **argv)
 			break;
 		case 'R':
 			resolve = optarg;
+			break;
+		case 'T':
+			if (optarg[strspn(optarg, "abcdefghijklmnopqrstuvwxyz0123456789_")] != '\0')
+				lg_die("--tag takes letters, digits and _");
+			lg->tag = optarg;
 			break;
 		default:
 			lg_usage();
@@ -632,6 +662,8 @@ lg_report(struct loadgen *lg)
 	if (lg->mode == LG_IDLE)
 		printf(" held=%d not_kept=%d held_closed=%d", lg->held, lg->not_kept,
 		       lg->held_closed);
+	if (lg->tag != NULL)
+		printf(" tag=%s ids=%" PRIu64, lg->tag, lg->ids);
 	if (tls)
 		printf(" tls=1 handshakes=%" PRIu64 " body_bytes=%" PRIu64 " mib_s=%.1f",
 		       lg->handshakes, lg->body_bytes, mibs);

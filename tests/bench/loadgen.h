@@ -100,6 +100,7 @@ struct lg_conn {
 	uint64_t served;     /* responses read on this TCP connection */
 	enum lg_setup setup; /* not LG_S_NONE: bev is the plain bufferevent of the set-up */
 	int tls_up;          /* the TLS handshake of this connection is done */
+	uint64_t id;         /* --tag: the id of the request in flight; 0 between requests */
 };
 
 struct loadgen {
@@ -110,7 +111,10 @@ struct loadgen {
 	struct sockaddr_in dst; /* where TCP goes: the proxy, or the origin */
 	char *request;
 	size_t request_len;
-	char *tunnel; /* the CONNECT request, for https through a proxy */
+	const char *tag; /* --tag: each request's path ends in /TAG-ID, ID 1, 2, 3, ... */
+	size_t tag_at;   /* where in request the ID goes */
+	uint64_t ids;    /* IDs handed out */
+	char *tunnel;    /* the CONNECT request, for https through a proxy */
 	size_t tunnel_len;
 	SSL_CTX *ssl_ctx;           /* NULL for plain http */
 	char host[LG_HOST_MAX + 1]; /* the https server name: SNI and certificate check */

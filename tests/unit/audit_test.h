@@ -256,4 +256,32 @@ ival(json_t *j, const char *key)
 	return json_integer_value(v);
 }
 
+/* Let path grow by room more bytes (the file size limit); no limit when room < 0. */
+static EG_UNUSED void
+file_room(const char *path, off_t room)
+{
+	struct rlimit rl;
+	struct stat st;
+
+	getrlimit(RLIMIT_FSIZE, &rl);
+	if (room < 0) {
+		rl.rlim_cur = rl.rlim_max;
+	} else {
+		stat(path, &st);
+		rl.rlim_cur = (rlim_t)(st.st_size + room);
+	}
+	setrlimit(RLIMIT_FSIZE, &rl);
+}
+
+/* The child pid exited with 0. */
+static EG_UNUSED void
+child_ok(pid_t pid)
+{
+	int status;
+
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 #endif

@@ -372,34 +372,6 @@ test_open_fd_file(void **state)
  * after a newline and chains from them. A write that writes nothing leaves
  * the chain as it was. Runs in a child so the limit stays there.
  */
-/* Let path grow by room more bytes (the file size limit); no limit when room < 0. */
-static void
-file_room(const char *path, off_t room)
-{
-	struct rlimit rl;
-	struct stat st;
-
-	getrlimit(RLIMIT_FSIZE, &rl);
-	if (room < 0) {
-		rl.rlim_cur = rl.rlim_max;
-	} else {
-		stat(path, &st);
-		rl.rlim_cur = (rlim_t)(st.st_size + room);
-	}
-	setrlimit(RLIMIT_FSIZE, &rl);
-}
-
-/* The child pid exited with 0. */
-static void
-child_ok(pid_t pid)
-{
-	int status;
-
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-	assert_true(WIFEXITED(status));
-	assert_int_equal(WEXITSTATUS(status), 0);
-}
-
 static int
 limited_write(struct audit *a, const char *path, off_t room, const char *event)
 {

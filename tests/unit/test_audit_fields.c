@@ -48,6 +48,9 @@ test_writer_order(void **state)
 	ev.hint = "a hint";
 	ev.proto = "tcp";
 	ev.uid = 1000;
+	ev.refused = 4;
+	ev.unwritten = 5;
+	ev.seqs = "6-7";
 	ev.cached = 1;
 	j = one_line("every.jsonl", &ev);
 	free(long_reason);

@@ -84,6 +84,7 @@ check_grammar(const char *text)
 					            strncmp(p, "kind=", 5) == 0 ||
 					            strncmp(p, "result=", 7) == 0 ||
 					            strncmp(p, "mode=", 5) == 0 ||
+					            strncmp(p, "limit=", 6) == 0 ||
 					            strncmp(p, "version=", 8) == 0);
 					p = name_end + 1;
 					assert_true(*p == '"');

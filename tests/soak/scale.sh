@@ -1,0 +1,147 @@
+#!/usr/bin/env bash
+# Scale: 10,000 concurrent client connections through one egressd, half
+# idle keep-alive HTTP and half intercepted TLS held open (each after one
+# request), with active load on top. The held connections ramp up in
+# batches (loadgen --mode idle, each batch parked before the next starts),
+# in bounded time, reported. Checks: every held connection served and none
+# closed or refused; the active load's p99 with the 10,000 held within 2x
+# of the same load alone, and no error; RSS per held connection within
+# the targets of the benchmarks (docs/dev/performance.md: 4 KiB per idle
+# keep-alive connection, 64 KiB per idle intercepted one). The descriptor
+# limit is raised for this script's processes. Loopback only; every wait
+# is bounded.
+# shellcheck source=lib.sh
+. "$SRC_DIR/tests/soak/lib.sh"
+
+soak_need jq curl openssl nginx "$LOADGEN"
+HALF=${SCALE_HALF:-5000}
+BATCH=${SCALE_BATCH:-1000}
+ACTIVE_SECS=${SCALE_ACTIVE_SECS:-10}
+
+# egressd holds a descriptor per client and per upstream connection, loadgen one per client.
+if ! { ulimit -Hn 65536 && ulimit -n 65536; } 2>/dev/null; then
+	[ "$(ulimit -Hn)" = unlimited ] || [ "$(ulimit -Hn)" -ge 32768 ] || {
+		echo "the descriptor limit cannot be raised to 32768 (hard limit $(ulimit -Hn))" >&2
+		exit 1
+	}
+	ulimit -n "$(ulimit -Hn)"
+fi
+
+soak_pki
+start_nginx
+start_origin # its DNS responder: origin.test is 127.0.0.1
+cat >"$T/policy.yaml" <<'EOF'
+version: 1
+network:
+  mode: practical
+  allowlist: ["127.0.0.0/8"]
+EOF
+METRICS_PORT=$(free_port)
+EGCA="$T/eg-ca.pem"
+start_egressd --config "$T/policy.yaml" --upstream-dns "$ORIGIN_DNS" \
+    --upstream-ca "$T/pki/ca.pem" --ca-out "$EGCA" --metrics "127.0.0.1:$METRICS_PORT" \
+    --max-conns $((2 * HALF + 1000)) --idle-timeout 600 || exit 1
+P=$EG_PORT
+
+# active NAME: the active load, ACTIVE_SECS of paced keep-alive requests on
+# 16 connections (about 1,600 a second); prints its RESULT line.
+active() {
+	"$LOADGEN" --proxy "127.0.0.1:$P" --url "http://127.0.0.1:$NGINX_PORT/active" \
+	    --connections 16 --pace 0.01 --duration "$ACTIVE_SECS" --name "$1" | grep '^RESULT'
+}
+field() { sed -n "s/.* $1=\([0-9.]*\).*/\1/p" <<<"$2"; }
+
+# Warm up (the leaf for origin.test minted, the pools filled), then the load alone.
+"$LOADGEN" --proxy "127.0.0.1:$P" --url "https://origin.test:$NGINX_TLS_PORT/" --cacert "$EGCA" \
+    --connections 4 --duration 2 >/dev/null
+active warm >/dev/null
+ALONE=$(active alone)
+echo "# $ALONE"
+
+# hold KIND N ARGS...: N more idle connections of a kind (a loadgen held
+# until the end), waiting for all of them to be parked (at most 120 s).
+HOLD_N=0
+hold() {
+	local kind=$1 n=$2 out
+	shift 2
+	HOLD_N=$((HOLD_N + 1))
+	out="$T/hold.$HOLD_N.out"
+	"$LOADGEN" --proxy "127.0.0.1:$P" --mode idle --connections "$n" --duration 900 \
+	    --timeout 60 --name "$kind$HOLD_N" "$@" >"$out" 2>&1 &
+	track_pid $!
+	HOLD_PIDS="${HOLD_PIDS:-} $!"
+	local i
+	for ((i = 0; i < 1200; i++)); do
+		grep -q '^READY' "$out" && break
+		sleep 0.1
+	done
+	if ! grep -q "^READY held=$n held_closed=0 not_kept=0 errors=0" "$out"; then
+		bad "$kind batch $HOLD_N: $(head -n 3 "$out")"
+	fi
+}
+
+RSS0=$(eg_kb VmRSS)
+t0=$(now_ms)
+for ((k = 0; k < HALF; k += BATCH)); do
+	hold http $((HALF - k < BATCH ? HALF - k : BATCH)) --url "http://127.0.0.1:$NGINX_PORT/idle"
+done
+t1=$(now_ms)
+RSS1=$(eg_kb VmRSS)
+for ((k = 0; k < HALF; k += BATCH)); do
+	hold tls $((HALF - k < BATCH ? HALF - k : BATCH)) \
+	    --url "https://origin.test:$NGINX_TLS_PORT/idle" --cacert "$EGCA"
+done
+t2=$(now_ms)
+# Idle intercepted connections hand their TLS buffers back within a second or two.
+sleep 3
+RSS2=$(eg_kb VmRSS)
+OPEN=$(metric egressd_connections_open)
+echo "# ramp: $HALF HTTP in $(((t1 - t0) / 1000)).$(((t1 - t0) % 1000 / 100)) s," \
+    "$HALF intercepted TLS in $(((t2 - t1) / 1000)).$(((t2 - t1) % 1000 / 100)) s" \
+    "(batches of $BATCH); $OPEN open; $(eg_fds) descriptors"
+expect_eq "$([ "$OPEN" -ge $((2 * HALF)) ] && echo yes)" yes "$((2 * HALF)) connections open at once ($OPEN)"
+
+LOADED=$(active loaded)
+echo "# $LOADED"
+a99=$(field p99_ms "$ALONE") l99=$(field p99_ms "$LOADED")
+ratio=$(awk -v a="$a99" -v l="$l99" 'BEGIN {printf "%.2f", a > 0 ? l / a : 99}')
+echo "# active load p99: alone $a99 ms, with $((2 * HALF)) held $l99 ms: ${ratio}x"
+expect_eq "$(field errors "$LOADED")" 0 "the active load on top: no error"
+expect_eq "$(awk -v r="$ratio" 'BEGIN {print (r <= 2.0) ? "yes" : "no"}')" yes \
+    "p99 of the active load within 2x of the same load alone (${ratio}x)"
+expect_eq "$(awk -v a="$(field rps "$ALONE")" -v l="$(field rps "$LOADED")" \
+    'BEGIN {print (l >= a * 0.9) ? "yes" : "no"}')" yes "and it kept its rate"
+
+# The held connections: all still open, then each one's loadgen reports.
+expect_eq "$(metric egressd_connections_open)" "$OPEN" "no held connection was closed"
+for p in $HOLD_PIDS; do kill -TERM "$p" 2>/dev/null; done
+for p in $HOLD_PIDS; do wait_exit "$p" 30 || bad "a holding loadgen did not stop"; done
+held=0 closed=0 errs=0
+for f in "$T"/hold.*.out; do
+	r=$(grep '^RESULT' "$f")
+	held=$((held + $(field held "$r")))
+	closed=$((closed + $(field held_closed "$r")))
+	errs=$((errs + $(field errors "$r")))
+done
+expect_eq "$held $closed $errs" "$((2 * HALF)) 0 0" \
+    "every held connection served (held, closed by egressd, errors)"
+expect_eq "$(jq -c 'select(.event == "http" and .status != 200)' "$EG_AUDIT" | wc -l)" 0 \
+    "every request audited 200"
+
+http_kib=$(awk -v a="$RSS0" -v b="$RSS1" -v n="$HALF" 'BEGIN {printf "%.1f", (b - a) / n}')
+tls_kib=$(awk -v a="$RSS1" -v b="$RSS2" -v n="$HALF" 'BEGIN {printf "%.1f", (b - a) / n}')
+echo "# RSS: $RSS0 kB, $RSS1 kB with $HALF HTTP held ($http_kib KiB each)," \
+    "$RSS2 kB with $HALF TLS more ($tls_kib KiB each)"
+if asan_build; then
+	echo "# (AddressSanitizer build: memory per connection not checked)"
+else
+	expect_eq "$(awk -v k="$http_kib" 'BEGIN {print (k <= 4.0) ? "yes" : "no"}')" yes \
+	    "<= 4 KiB per idle keep-alive connection ($http_kib)"
+	expect_eq "$(awk -v k="$tls_kib" 'BEGIN {print (k <= 64.0) ? "yes" : "no"}')" yes \
+	    "<= 64 KiB per idle intercepted connection ($tls_kib)"
+fi
+expect_eq "$(jq -c 'select(.event == "daemon" and .reason == "overload")' "$EG_AUDIT" | wc -l)" \
+    0 "no overload below the limits"
+stop_egressd 30
+expect_eq "$EXIT_RC" 0 "egressd stops cleanly"
+finish

@@ -6,7 +6,7 @@
 Until S seconds have passed, three threads each keep one kind of traffic
 going through egressd, with a numbered id in every request:
 
-  ws   a WebSocket to ws://origin.test:ORIGIN/ws/ws-ID through the proxy,
+  ws   a WebSocket to ws://ws.test:ORIGIN/ws/ws-ID through the proxy,
        three masked text frames echoed back, then a close; a new
        connection each time
   gql  GraphQL query POSTs ({"query":"{ x }"}) to
@@ -81,7 +81,7 @@ def ws_once(a, i):
     s = socket.create_connection(("127.0.0.1", a.proxy), timeout=TIMEOUT)
     try:
         key = base64.b64encode(os.urandom(16)).decode()
-        host = "origin.test:%d" % a.origin
+        host = "ws.test:%d" % a.origin
         s.sendall(("GET http://%s/ws/ws-%d HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\n"
                    "Connection: Upgrade\r\nSec-WebSocket-Key: %s\r\n"
                    "Sec-WebSocket-Version: 13\r\n\r\n" % (host, i, host, key)).encode())

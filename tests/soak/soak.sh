@@ -28,7 +28,7 @@ cat >"$T/policy.yaml" <<'EOF'
 version: 1
 network:
   mode: practical
-  allowlist: ["127.0.0.0/8", "origin.test"]
+  allowlist: ["127.0.0.0/8", "ws.test"]
   passthrough: ["pass.test"]
 EOF
 METRICS_PORT=$(free_port)

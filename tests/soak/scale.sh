@@ -8,7 +8,7 @@
 # of the same load alone, and no error; RSS per held connection within
 # the targets of the benchmarks (docs/dev/performance.md: 4 KiB per idle
 # keep-alive connection, 64 KiB per idle intercepted one). The descriptor
-# limit is raised for this script's processes. Loopback only; every wait
+# limit is raised for this script's processes (to the hard limit). Loopback only; every wait
 # is bounded.
 # shellcheck source=lib.sh
 . "$SRC_DIR/tests/soak/lib.sh"
@@ -18,14 +18,18 @@ HALF=${SCALE_HALF:-5000}
 BATCH=${SCALE_BATCH:-1000}
 ACTIVE_SECS=${SCALE_ACTIVE_SECS:-10}
 
-# egressd holds a descriptor per client and per upstream connection, loadgen one per client.
-if ! { ulimit -Hn 65536 && ulimit -n 65536; } 2>/dev/null; then
-	[ "$(ulimit -Hn)" = unlimited ] || [ "$(ulimit -Hn)" -ge 32768 ] || {
-		echo "the descriptor limit cannot be raised to 32768 (hard limit $(ulimit -Hn))" >&2
-		exit 1
-	}
-	ulimit -n "$(ulimit -Hn)"
+# egressd holds a descriptor per client connection and per upstream one
+# (idle clients' upstreams go back to the pool, at most 1024 in all), each
+# loadgen one per client: the soft limit goes up to the hard one, and the
+# hard one up too where that is allowed (CAP_SYS_RESOURCE).
+NEED=$((2 * HALF + 4096))
+ulimit -Hn $((NEED + 16384)) 2>/dev/null
+ulimit -n "$(ulimit -Hn)"
+if [ "$(ulimit -n)" != unlimited ] && [ "$(ulimit -n)" -lt "$NEED" ]; then
+	echo "the descriptor limit is $(ulimit -n), below the $NEED egressd needs for $((2 * HALF)) connections" >&2
+	exit 1
 fi
+echo "# descriptor limit $(ulimit -n)"
 
 soak_pki
 start_nginx
@@ -104,10 +108,10 @@ expect_eq "$([ "$OPEN" -ge $((2 * HALF)) ] && echo yes)" yes "$((2 * HALF)) conn
 LOADED=$(active loaded)
 echo "# $LOADED"
 a99=$(field p99_ms "$ALONE") l99=$(field p99_ms "$LOADED")
-ratio=$(awk -v a="$a99" -v l="$l99" 'BEGIN {printf "%.2f", a > 0 ? l / a : 99}')
+ratio=$(awk -v a="$a99" -v l="$l99" 'BEGIN {printf "%.2f", (a > 0 ? l / a : 99)}')
 echo "# active load p99: alone $a99 ms, with $((2 * HALF)) held $l99 ms: ${ratio}x"
 expect_eq "$(field errors "$LOADED")" 0 "the active load on top: no error"
-expect_eq "$(awk -v r="$ratio" 'BEGIN {print (r <= 2.0) ? "yes" : "no"}')" yes \
+expect_eq "$(awk -v r="$ratio" 'BEGIN {print (r != "" && r + 0 <= 2.0) ? "yes" : "no"}')" yes \
     "p99 of the active load within 2x of the same load alone (${ratio}x)"
 expect_eq "$(awk -v a="$(field rps "$ALONE")" -v l="$(field rps "$LOADED")" \
     'BEGIN {print (l >= a * 0.9) ? "yes" : "no"}')" yes "and it kept its rate"

@@ -57,7 +57,7 @@ def main():
             opened += 1
             s = socket.socket()
             s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-            s.settimeout(5)
+            s.settimeout(1)
             try:
                 s.connect(("127.0.0.1", a.proxy))
                 s.sendall(req)

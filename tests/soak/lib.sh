@@ -121,7 +121,7 @@ audit_lines() { cat "$EG_AUDIT".* "$EG_AUDIT" 2>/dev/null | wc -l; }
 # ids_check TAG IDS_FILE LABEL: every id in IDS_FILE (the requests a
 # client saw answered) is in the audit exactly once as an http event whose
 # path ends in /TAG-ID or has TAG=ID in its query, and no id of TAG is
-# audited twice. Reads $T/audit.paths (audit_paths makes it).
+# audited twice. Reads $T/audit.paths, the paths of the http events.
 ids_check() {
 	local tag=$1 ids=$2 label=$3 r
 	r=$(awk -v tag="$tag" '
@@ -143,9 +143,11 @@ ids_check() {
 	expect_eq "$2 $3" "0 0" "$label: each of the $1 answered requests audited exactly once"
 }
 
-# audit_paths: the paths of the audit's http events (rotated files
-# included), one a line, in $T/audit.paths.
-audit_paths() {
-	cat "$EG_AUDIT".* "$EG_AUDIT" 2>/dev/null |
-	    jq -r 'select(.event == "http") | .path // empty' >"$T/audit.paths"
+# audit_tsv: the audit log (all files of a rotated set) in $T/audit.tsv,
+# one line an event: event, path (or qname, or host), tls, the GraphQL
+# operation, rule, action, reason.
+audit_tsv() {
+	cat "$EG_AUDIT".* "$EG_AUDIT" 2>/dev/null | jq -r '[.event, (.path // .qname // .host // ""),
+	    (.tls // "" | tostring), (.graphql.operation // ""), (.rule // ""), (.action // ""),
+	    (.reason // "")] | @tsv' >"$T/audit.tsv"
 }

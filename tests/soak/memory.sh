@@ -18,7 +18,7 @@
 
 soak_need jq curl nginx "$LOADGEN"
 LIMIT_MB=64
-PUSH_SECS=${MEMORY_PUSH_SECS:-25}
+PUSH_SECS=${MEMORY_PUSH_SECS:-20}
 
 # --- the cgroup --------------------------------------------------------------------
 # cg_mount FSTYPE [OPTION]: the mount point of a cgroup file system.

@@ -200,6 +200,11 @@ expect_eq "$([ "$(sed -n 's/.* requests=\([0-9]*\).*/\1/p' <<<"$R")" -gt $((PUSH
 expect_eq "$([ "$(jq -r .ok <<<"$S")" -gt 0 ] && echo yes)" yes "slow readers were served"
 expect_eq "$([ "$peak_open" -le "$want_conns" ] && echo yes)" yes \
     "never more connections than the limit ($peak_open)"
+# Past the budget a connection may still queue 16 KiB for its peer and
+# take one more read (16 KiB): the budget holds to within that, each.
+bound=$((want_buf + want_conns * 32768))
+expect_eq "$([ "$peak_buf" -le "$bound" ] && echo yes)" yes \
+    "the buffers stay within the budget and 32 KiB a connection ($((peak_buf >> 10)) KiB, bound $((bound >> 10)) KiB)"
 
 # --- shedding, said in the audit, and over once the load is gone -------------------
 for ((i = 0; i < 100; i++)); do

@@ -8,8 +8,9 @@
 # refused; the active load's p99 with the 10,000 held within 2x of the
 # same load alone, with no error and at its rate; RSS per held connection
 # within the targets of the benchmarks (docs/dev/performance.md: 4 KiB
-# per idle keep-alive connection, 64 KiB per idle intercepted one). The
-# descriptor limit is raised to the hard limit. Loopback only; every wait
+# per idle keep-alive connection, 64 KiB per idle intercepted one); held
+# and quiet, egressd makes few system calls (strace, when there is one).
+# The descriptor limit is raised to the hard limit. Loopback only; every wait
 # is bounded.
 # shellcheck source=lib.sh
 . "$SRC_DIR/tests/soak/lib.sh"
@@ -84,7 +85,7 @@ hold() {
 	HOLD_PIDS="${HOLD_PIDS:-} $!"
 	local i
 	for ((i = 0; i < 1200; i++)); do
-		grep -q '^READY' "$out" && break
+		grep -q '^READY' "$out" 2>/dev/null && break
 		sleep 0.1
 	done
 	if ! grep -q "^READY held=$n held_closed=0 not_kept=0 errors=0" "$out"; then
@@ -112,6 +113,19 @@ echo "# ramp: $HALF HTTP in $(((t1 - t0) / 1000)).$(((t1 - t0) % 1000 / 100)) s,
     "$HALF intercepted TLS in $(((t2 - t1) / 1000)).$(((t2 - t1) % 1000 / 100)) s" \
     "(batches of $BATCH); $OPEN open; $(eg_fds) descriptors"
 expect_eq "$([ "$OPEN" -ge $((2 * HALF)) ] && echo yes)" yes "$((2 * HALF)) connections open at once ($OPEN)"
+
+# Held and quiet, egressd should ask almost nothing of the kernel: no
+# heap trim every second (madvise on every free page, given back already
+# or not) when nothing was given up.
+if command -v strace >/dev/null && timeout 3 strace -c -o "$T/strace" -p "$EG_PID" 2>/dev/null ||
+    [ -s "$T/strace" ]; then
+	calls=$(awk '$NF == "total" {print $4}' "$T/strace")
+	echo "# idle with $OPEN held: $calls system calls in 3 s ($(awk '$NF == "madvise" {print $4}' "$T/strace") madvise)"
+	expect_eq "$([ "${calls:-0}" -lt 100 ] && echo yes)" yes \
+	    "an idle egressd with $OPEN connections makes few system calls ($calls in 3 s)"
+else
+	echo "# (no strace, or it may not trace: the idle system calls are not counted)"
+fi
 
 LOADED=$(active loaded)
 echo "# $LOADED"

@@ -29,6 +29,11 @@ cg_mount() {
 			{ print $5; exit }
 	}' /proc/self/mountinfo
 }
+if asan_build; then
+	# Its shadow memory and quarantine are no measure of egressd's own.
+	echo "SKIP: an AddressSanitizer build does not fit a 64 MiB memory limit"
+	exit 0
+fi
 CG="" CG_KIND="" why=""
 if [ "$(id -u)" -ne 0 ]; then
 	why="not root"
@@ -178,9 +183,12 @@ for ((i = 0; i < PUSH_SECS * 2; i++)); do
 	[ "$o" -gt "$peak_open" ] && peak_open=$o
 done
 during_ov=$(curl -s "http://127.0.0.1:$METRICS_PORT/metrics" | grep '^egressd_overload_episodes_total')
-wait_exit "$SLOWP" 60
-wait_exit "$CROWD" 60
-wait_exit "$STEADY" 60
+for p in $SLOWP $CROWD $STEADY; do
+	wait_exit "$p" 60 || {
+		bad "a client did not stop (pid $p)"
+		kill -KILL "$p"
+	}
+done
 expect_eq "$(kill -0 "$EG_PID" 2>/dev/null && echo alive)" alive "egressd lives through the push"
 expect_eq "$(oom_kills)" 0 "the cgroup's oom_kill count stays 0"
 S=$(cat "$T/slow.out")

@@ -53,7 +53,8 @@ def main():
         # open the next connections on schedule
         due = a.conns if a.ramp <= 0 else min(
             a.conns, int(a.conns * (time.monotonic() - start) / a.ramp) + 1)
-        while opened < due:
+        # a connect can wait up to a second (a full listen queue): never past the end
+        while opened < due and time.monotonic() < end:
             opened += 1
             s = socket.socket()
             s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)

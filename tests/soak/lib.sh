@@ -11,6 +11,7 @@
 # shellcheck source=../integration/lib.sh
 . "$SRC_DIR/tests/integration/lib.sh"
 
+# shellcheck disable=SC2034 # for the scripts
 LOADGEN="$BUILD_DIR/loadgen"
 # Peers that drop privileges (nginx workers) must reach the temp dir.
 chmod 755 "$T"
@@ -138,9 +139,10 @@ ids_check() {
 			for (i in seen) if (seen[i] > 1) twice++
 			printf "%d %d %d\n", nwant, missing, twice
 		}' "$ids" "$T/audit.paths")
-	set -- $r
-	echo "# $label: $1 answered, $2 not audited, $3 audited more than once"
-	expect_eq "$2 $3" "0 0" "$label: each of the $1 answered requests audited exactly once"
+	local n missing twice
+	read -r n missing twice <<<"$r"
+	echo "# $label: $n answered, $missing not audited, $twice audited more than once"
+	expect_eq "$missing $twice" "0 0" "$label: each of the $n answered requests audited exactly once"
 }
 
 # audit_tsv: the audit log (all files of a rotated set) in $T/audit.tsv,

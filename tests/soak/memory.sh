@@ -85,10 +85,11 @@ if [ -z "$CG" ]; then
 fi
 echo "# cgroup $CG_KIND: $CG, memory limit $LIMIT_MB MiB ($why)"
 
+# shellcheck disable=SC2317 # the EXIT trap runs it
 cg_cleanup() {
 	if [ -n "$CG" ] && [ -d "$CG" ]; then
 		local p
-		for p in $(cat "$CG/cgroup.procs" 2>/dev/null); do kill -KILL "$p" 2>/dev/null; done
+		while read -r p; do kill -KILL "$p" 2>/dev/null; done <"$CG/cgroup.procs"
 		for _ in 1 2 3 4 5 6 7 8 9 10; do rmdir "$CG" 2>/dev/null && break; sleep 0.2; done
 	fi
 	lib_cleanup

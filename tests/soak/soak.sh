@@ -22,7 +22,8 @@ RAMP=$((SECS / 10)) # RSS is compared from here on
 
 soak_pki
 start_nginx
-start_origin
+# The origin ends itself after --max-seconds (900 by default): it must outlive the run.
+start_origin --max-seconds $((SECS + 600))
 O=$ORIGIN_PORT
 cat >"$T/policy.yaml" <<'EOF'
 version: 1
@@ -35,7 +36,6 @@ METRICS_PORT=$(free_port)
 EGCA="$T/eg-ca.pem"
 start_egressd --config "$T/policy.yaml" --upstream-dns "$ORIGIN_DNS" \
     --upstream-ca "$T/pki/ca.pem" --ca-out "$EGCA" --metrics "127.0.0.1:$METRICS_PORT" || exit 1
-EG_METRICS="http://127.0.0.1:$METRICS_PORT/metrics"
 P=$EG_PORT
 
 FD0=$(eg_fds)
@@ -103,7 +103,7 @@ for ((k = 1; k <= SECS / 10; k++)); do
 	[ "$rss" -gt "$RSS_MAX" ] && RSS_MAX=$rss
 	kill -0 "$EG_PID" 2>/dev/null || break
 done
-cat "$T/samples.tsv" | sed 's/^/# /'
+sed 's/^/# /' "$T/samples.tsv"
 
 for p in $LG_PIDS $MIXED_PID $SLOW_PID; do
 	wait_exit "$p" 60 || bad "a client did not stop (pid $p)"

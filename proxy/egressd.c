@@ -31,9 +31,16 @@
  * when more than EGRESSD_TRIM_BYTES of freed heap sit
  * unused (after a burst of connections, whose buffers and upstreams are
  * gone), hand the pages back to the system, so the resident size follows
- * the connections that are open now rather than the peak.
+ * the connections that are open now rather than the peak. Only for
+ * EGRESSD_TRIM_TICKS ticks after the last activity (connections opened or
+ * closed, requests decided, bytes relayed, an upstream leaving the pool;
+ * an idle connection's TLS buffers go at the first tick after it): reading
+ * the heap's state (mallinfo2) walks every free chunk, and trimming calls
+ * madvise on every free page, given back already or not, milliseconds of
+ * the loop every second with many connections held and nothing moving.
  */
 #define EGRESSD_TRIM_BYTES (1024 * 1024)
+#define EGRESSD_TRIM_TICKS 3
 
 #define EGRESSD_MAX_BUFFERED (256 * 1024 * 1024) /* --max-buffered without a memory limit */
 
@@ -460,15 +467,30 @@ egressd_trim_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct egressd *e = arg;
 	struct mallinfo2 mi;
+	uint64_t activity;
+	unsigned idle;
+	int k;
 
 	audit_tick(e->audit);
 	egressd_overload_tick(e);
 	slab_trim(&e->xslab, 1);
 	upstream_pool_trim(e->pool);
 	conn_trim_idle(e);
-	mi = mallinfo2();
-	if (mi.fordblks > EGRESSD_TRIM_BYTES)
-		malloc_trim(0);
+	/* Counters that only grow: their sum changes whenever one of them does. */
+	activity = e->conn_seq + (e->conn_seq - e->nconns) + e->m.bytes_up + e->m.bytes_down;
+	for (k = 0; k < METRICS_EV_COUNT; k++)
+		activity += e->m.requests[k][0] + e->m.requests[k][1] + e->m.requests[k][2];
+	idle = upstream_pool_idle(e->pool);
+	if (activity != e->trim_activity || idle < e->trim_pool_idle)
+		e->trim_ticks = EGRESSD_TRIM_TICKS;
+	e->trim_activity = activity;
+	e->trim_pool_idle = idle;
+	if (e->trim_ticks > 0) {
+		e->trim_ticks--;
+		mi = mallinfo2();
+		if (mi.fordblks > EGRESSD_TRIM_BYTES)
+			malloc_trim(0);
+	}
 }
 
 /*

@@ -156,6 +156,10 @@ struct egressd {
 	struct event *ev_reap;
 	unsigned nconns;
 	uint64_t conn_seq;
+	/* The heap trim: the activity and idle upstreams at the last tick, ticks left to trim. */
+	uint64_t trim_activity;
+	unsigned trim_pool_idle;
+	int trim_ticks;
 	size_t buffered; /* bytes in the connections' buffers (conn_account) */
 	struct overload ov[OVERLOAD_COUNT];
 	struct egressd_limits lim;

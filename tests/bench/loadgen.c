@@ -221,7 +221,11 @@ lg_conn_done(struct lg_conn *c, int err)
 	}
 	if (!keep)
 		lg_conn_drop(c);
-	if (err >= 0)
+	if (err < 0 && lg->pace > 0) {
+		tv.tv_sec = (time_t)lg->pace;
+		tv.tv_usec = (suseconds_t)((lg->pace - (double)tv.tv_sec) * 1e6);
+	}
+	if (err >= 0 || lg->pace > 0)
 		evtimer_add(c->retry, &tv);
 	else
 		lg_conn_start(c);
@@ -238,6 +242,9 @@ lg_conn_response(struct lg_conn *c)
 {
 	struct loadgen *lg = c->lg;
 
+	/* Answered, whatever the status: the proxy has seen the request whole. */
+	if (lg->ids_out != NULL && c->id != 0)
+		fprintf(lg->ids_out, "%" PRIu64 "\n", c->id);
 	if (c->status < 200 || c->status > 299) {
 		lg_conn_done(c, LG_E_STATUS);
 		return;
@@ -478,6 +485,7 @@ lg_usage(void)
 	    "               [--connections N] [--duration SECS] [--requests MAX]\n"
 	    "               [--mode keepalive|close|idle] [--timeout SECS] [--name NAME] [--tag "
 	    "TAG]\n"
+	    "               [--ids FILE] [--pace SECS]\n"
 	    "       loadgen --url https://HOST[:PORT]/PATH --cacert FILE\n"
 	    "               [--proxy 127.0.0.1:PORT | --resolve 127.0.0.1] [options as above]\n");
 	exit(2);
@@ -529,9 +537,12 @@ lg_parse_args(struct loadgen *lg, int argc, char **argv)
 	    {"cacert", required_argument, NULL, 'C'},
 	    {"resolve", required_argument, NULL, 'R'},
 	    {"tag", required_argument, NULL, 'T'},
+	    {"ids", required_argument, NULL, 'I'},
+	    {"pace", required_argument, NULL, 'P'},
 	    {NULL, 0, NULL, 0},
 	};
-	const char *url = NULL, *proxy = NULL, *path, *err, *cafile = NULL, *resolve = NULL;
+	const char *url = NULL, *proxy = NULL, *path, *err, *cafile = NULL, *resolve = NULL,
+	           *ids = NULL;
 	struct sockaddr_in origin;
 	char auth[300];
 	int ch, tls = 0, port = 0;
@@ -585,12 +596,22 @@ lg_parse_args(struct loadgen *lg, int argc, char **argv)
 				lg_die("--tag takes letters, digits and _");
 			lg->tag = optarg;
 			break;
+		case 'I':
+			ids = optarg;
+			break;
+		case 'P':
+			lg->pace = lg_num("pace", optarg, 0, 60);
+			break;
 		default:
 			lg_usage();
 		}
 	}
 	if (optind != argc || url == NULL)
 		lg_usage();
+	if (ids != NULL && lg->tag == NULL)
+		lg_die("--ids needs --tag");
+	if (ids != NULL && (lg->ids_out = fopen(ids, "w")) == NULL)
+		lg_die("--ids: cannot open the file");
 	if ((err = lg_parse_url(url, auth, sizeof auth, &path, &tls)) != NULL ||
 	    (!tls && (err = lg_parse_addr(auth, 80, &origin)) != NULL)) {
 		fprintf(stderr, "loadgen: --url %s: %s\n", url, err);
@@ -718,6 +739,8 @@ main(int argc, char **argv)
 		event_free(lg.conns[i].retry);
 	}
 	free(lg.conns);
+	if (lg.ids_out != NULL && fclose(lg.ids_out) != 0)
+		lg_die("--ids: cannot write the file");
 	free(lg.request);
 	free(lg.tunnel);
 	SSL_CTX_free(lg.ssl_ctx);

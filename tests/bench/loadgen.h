@@ -114,6 +114,8 @@ struct loadgen {
 	const char *tag; /* --tag: each request's path ends in /TAG-ID, ID 1, 2, 3, ... */
 	size_t tag_at;   /* where in request the ID goes */
 	uint64_t ids;    /* IDs handed out */
+	double pace;     /* --pace: seconds a connection waits between requests */
+	FILE *ids_out;   /* --ids: the ID of every request answered, one a line */
 	char *tunnel;    /* the CONNECT request, for https through a proxy */
 	size_t tunnel_len;
 	SSL_CTX *ssl_ctx;           /* NULL for plain http */

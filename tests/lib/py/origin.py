@@ -11,7 +11,7 @@ as an "error" line, and answered 400 before the connection is closed.
 Endpoints: /hello, /chunked, /close, /echo, /big?n=BYTES, /slow?s=SECS,
 /silent, /status?code=N, /conns, /interim?n=N (N 102 responses first),
 /bighead?n=BYTES (a response head of
-about n bytes), /ws (a WebSocket echo: every data frame comes back as it
+about n bytes), /ws and /ws/ANY (a WebSocket echo: every data frame comes back as it
 was sent, and is logged with its payload; see websocket()). With --tls-cert/--tls-key it also serves HTTPS on a second
 port (--tls-port-file), logging the SNI each connection sent. With --dns-port-file it also answers DNS
 on UDP: NAME.test is 127.0.0.1, so egressd (--upstream-dns) resolves test
@@ -246,7 +246,7 @@ class Conn:
             rec["sni"] = self.sni
             rec["cipher"] = self.sock.cipher()[0]
         self.srv.record(rec)
-        if target.split("?")[0] == "/ws":
+        if target.split("?")[0] == "/ws" or target.startswith("/ws/"):
             return self.websocket(hmap, target)
         return self.respond(method, target, keep, blen[0], h.hexdigest())
 

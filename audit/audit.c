@@ -35,9 +35,8 @@
 /* A batch past this size is written at once, whatever the caller's rhythm. */
 #define AUDIT_BATCH_MAX (256 * 1024)
 
-static void audit_err(char *, size_t, const char *, ...) EG_PRINTF(3, 4);
-
-static void
+/* An error message into the caller's buffer, when it gave one. */
+void
 audit_err(char *errbuf, size_t errlen, const char *fmt, ...)
 {
 	va_list ap;

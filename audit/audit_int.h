@@ -93,6 +93,7 @@ struct audit {
 
 /* audit.c */
 void audit_fail(struct audit *, int);
+void audit_err(char *, size_t, const char *, ...) EG_PRINTF(3, 4);
 
 /* logfile.c */
 int logfile_open(const char *, int, struct stat *, char *, size_t);

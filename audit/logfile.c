@@ -37,20 +37,6 @@ struct logfile_tail {
 	int partial; /* the file does not end with a newline */
 };
 
-static void logfile_err(char *, size_t, const char *, ...) EG_PRINTF(3, 4);
-
-static void
-logfile_err(char *errbuf, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (errbuf == NULL || errlen == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(errbuf, errlen, fmt, ap);
-	va_end(ap);
-}
-
 /* Read exactly n bytes at off; -1 with errno 0 when the file is shorter. */
 static int
 logfile_pread(int fd, char *p, size_t n, off_t off)
@@ -77,8 +63,8 @@ logfile_pread(int fd, char *p, size_t n, off_t off)
 static void
 logfile_err_read(char *errbuf, size_t errlen, const char *name)
 {
-	logfile_err(errbuf, errlen, "cannot read %s: %s", name,
-	            errno != 0 ? strerror(errno) : "file shrank while being read");
+	audit_err(errbuf, errlen, "cannot read %s: %s", name,
+	          errno != 0 ? strerror(errno) : "file shrank while being read");
 }
 
 /*
@@ -98,7 +84,7 @@ logfile_tail_find(int rfd, char *blk, struct logfile_tail *t, const char *name, 
 
 	memset(t, 0, sizeof *t);
 	if (fstat(rfd, &st) == -1) {
-		logfile_err(errbuf, errlen, "cannot stat %s: %s", name, strerror(errno));
+		audit_err(errbuf, errlen, "cannot stat %s: %s", name, strerror(errno));
 		return -1;
 	}
 	if ((t->size = st.st_size) == 0)
@@ -111,9 +97,9 @@ logfile_tail_find(int rfd, char *blk, struct logfile_tail *t, const char *name, 
 	t->end = t->partial ? t->size : t->size - 1;
 	for (pos = t->end; pos > 0; pos -= (off_t)n) {
 		if (t->end - pos >= LOGFILE_TAIL_MAX) {
-			logfile_err(errbuf, errlen,
-			            "cannot continue %s: its last line is longer than %d bytes",
-			            name, LOGFILE_TAIL_MAX);
+			audit_err(errbuf, errlen,
+			          "cannot continue %s: its last line is longer than %d bytes", name,
+			          LOGFILE_TAIL_MAX);
 			return -1;
 		}
 		n = pos < LOGFILE_TAIL_BLOCK ? (size_t)pos : LOGFILE_TAIL_BLOCK;
@@ -131,9 +117,9 @@ logfile_tail_find(int rfd, char *blk, struct logfile_tail *t, const char *name, 
 	t->start = 0;
 found:
 	if (t->end - t->start > LOGFILE_TAIL_MAX) {
-		logfile_err(errbuf, errlen,
-		            "cannot continue %s: its last line is longer than %d bytes", name,
-		            LOGFILE_TAIL_MAX);
+		audit_err(errbuf, errlen,
+		          "cannot continue %s: its last line is longer than %d bytes", name,
+		          LOGFILE_TAIL_MAX);
 		return -1;
 	}
 	return 0;
@@ -234,20 +220,20 @@ logfile_open(const char *path, int flags, struct stat *st, char *errbuf, size_t 
 	              flags,
 	          0600);
 	if (fd == -1) {
-		logfile_err(errbuf, errlen, "cannot open %s: %s%s", path, strerror(errno),
-		            errno == ELOOP ? " (a symbolic link is not accepted)" : "");
+		audit_err(errbuf, errlen, "cannot open %s: %s%s", path, strerror(errno),
+		          errno == ELOOP ? " (a symbolic link is not accepted)" : "");
 		return -1;
 	}
 	if (fstat(fd, st) == -1) {
-		logfile_err(errbuf, errlen, "cannot open %s: %s", path, strerror(errno));
+		audit_err(errbuf, errlen, "cannot open %s: %s", path, strerror(errno));
 		goto fail;
 	}
 	if (!S_ISREG(st->st_mode)) {
-		logfile_err(errbuf, errlen, "cannot open %s: not a regular file", path);
+		audit_err(errbuf, errlen, "cannot open %s: not a regular file", path);
 		goto fail;
 	}
 	if ((fl = fcntl(fd, F_GETFL)) == -1 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) == -1) {
-		logfile_err(errbuf, errlen, "cannot open %s: %s", path, strerror(errno));
+		audit_err(errbuf, errlen, "cannot open %s: %s", path, strerror(errno));
 		goto fail;
 	}
 	logfile_warn_mode(path, st);

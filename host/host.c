@@ -33,6 +33,19 @@ host_home(void)
 	return "/";
 }
 
+/* A path for people: under the home directory as "~/...". */
+void
+host_path_show(struct buf *b, const char *path)
+{
+	const char *home = host_home();
+	size_t n = strlen(home);
+
+	if (strcmp(home, "/") != 0 && strncmp(path, home, n) == 0 && path[n] == '/')
+		buf_printf(b, "~%s", path + n);
+	else
+		buf_adds(b, path);
+}
+
 /*
  * An XDG base directory: the variable when it holds an absolute path (the
  * specification says to ignore a relative one), else HOME/fallback.

@@ -46,6 +46,7 @@ int host_read_file(const char *, size_t, char **, size_t *);
 int host_write_file(const char *, const char *, size_t, mode_t);
 int host_mkdirs(const char *, mode_t);
 const char *host_home(void);
+void host_path_show(struct buf *, const char *);
 char *host_xdg(const char *, const char *);
 char *host_expand(const char *);
 

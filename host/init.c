@@ -35,19 +35,6 @@ const struct args_opt init_opts[] = {
 };
 const size_t init_opts_n = EG_NELEM(init_opts);
 
-/* A path for a comment: under the home directory as "~/...". */
-static void
-init_path(struct buf *b, const char *path)
-{
-	const char *home = host_home();
-	size_t n = strlen(home);
-
-	if (strcmp(home, "/") != 0 && strncmp(path, home, n) == 0 && path[n] == '/')
-		buf_printf(b, "~%s", path + n);
-	else
-		buf_adds(b, path);
-}
-
 static int
 init_exists(const char *path)
 {
@@ -74,7 +61,7 @@ init_found(struct buf *b, const struct effective *e, const char *project)
 		path = xasprintf("%s/%s", e->oc_config, config_names[i]);
 		if (init_exists(path)) {
 			buf_adds(b, "#   ");
-			init_path(b, path);
+			host_path_show(b, path);
 			buf_adds(b, ": your OpenCode config; a run mounts it read-only "
 			            "(opencode.mountHostConfig)\n");
 			any = 1;
@@ -84,7 +71,7 @@ init_found(struct buf *b, const struct effective *e, const char *project)
 	path = xasprintf("%s/auth.json", e->oc_data);
 	if (init_exists(path)) {
 		buf_adds(b, "#   ");
-		init_path(b, path);
+		host_path_show(b, path);
 		buf_adds(b, ": your OpenCode credentials; a run mounts them read-only "
 		            "(opencode.mountHostData)\n");
 		any = 1;

@@ -64,19 +64,6 @@ struct skills_new {
 	int update; /* replaces the same source's earlier import */
 };
 
-/* A path for people: under the home directory as "~/...". */
-static void
-skills_show_path(struct buf *b, const char *path)
-{
-	const char *home = host_home();
-	size_t n = strlen(home);
-
-	if (strcmp(home, "/") != 0 && strncmp(path, home, n) == 0 && path[n] == '/')
-		buf_printf(b, "~%s", path + n);
-	else
-		buf_adds(b, path);
-}
-
 static int
 skills_glob_any(const struct strv *globs, const char *name)
 {
@@ -311,7 +298,7 @@ skills_manifest_write(json_t *man, const struct skills_new *set, size_t n, const
 		}
 		dst = xasprintf("%s/%s", target, set[i].name);
 		buf_reset(&shown);
-		skills_show_path(&shown, dst);
+		host_path_show(&shown, dst);
 		free(dst);
 		json_object_clear(e);
 		json_object_set_new(e, "name", json_string(set[i].name));
@@ -616,7 +603,7 @@ skills_list_text(const struct skills *s)
 		const struct skill *k = &s->v[i];
 
 		buf_reset(&b);
-		skills_show_path(&b, k->dir);
+		host_path_show(&b, k->dir);
 		if (k->error != NULL)
 			buf_printf(&b, ": %s", k->error);
 		printf("%-22s %-10s %-15s %s\n", k->name != NULL ? k->name : "-",
@@ -626,14 +613,14 @@ skills_list_text(const struct skills *s)
 	if (s->n == 0)
 		printf("(no skills)\n");
 	buf_reset(&b);
-	skills_show_path(&b, s->global_dir);
+	host_path_show(&b, s->global_dir);
 	printf("\nA run exposes the %zu active skill%s read-only in the sandbox "
 	       "(~/.config/opencode/skills); the project's own are in the mounted project.\n"
 	       "Imported globally: %s",
 	       active, active == 1 ? "" : "s", buf_cstr(&b));
 	if (s->project_dir != NULL) {
 		buf_reset(&b);
-		skills_show_path(&b, s->project_dir);
+		host_path_show(&b, s->project_dir);
 		printf("; into this project: %s", buf_cstr(&b));
 	}
 	printf(".\nTo use an available one: " HOST_PROG " skills import DIR\n");

@@ -6,7 +6,8 @@
 # lists; and the installed opencode-sandbox, with no source tree to fall
 # back on, builds from the installed inputs (against the fake runtime),
 # whose digest is the source tree's, so that doctor agrees on "built from
-# these inputs" whichever of the two built the image.
+# these inputs" whichever of the two built the image; the installed inputs
+# configure on their own, as the image's build stage configures them.
 set -u
 : "${BUILD_DIR:?BUILD_DIR must point at the build directory}"
 : "${SRC_DIR:?SRC_DIR must point at the source tree}"
@@ -50,6 +51,13 @@ for line in open(root + "/image/Containerfile"):
             print("not a listed build input: " + src)
 PY
 expect_eq "$(cat "$T/copies")" "" "the Containerfile copies only listed build inputs"
+
+# The installed inputs alone configure, as the Containerfile's build stage
+# configures them (no tests/ there: nothing may need a test's file).
+if cmake -S "$R/share/opencode-sandbox/build" -B "$T/configure" -DCMAKE_BUILD_TYPE=Release \
+	-DEGRESS_WERROR=ON >"$T/configure.log" 2>&1; then ok; else
+	bad "the installed build inputs configure without the source tree: $(grep -m 3 -A 3 'CMake Error' "$T/configure.log")"
+fi
 
 # The installed program finds the installed inputs (no OPENCODE_SANDBOX_DATADIR, no checkout).
 mkdir -p "$T/bin" "$T/home" "$T/fake"

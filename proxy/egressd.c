@@ -31,16 +31,19 @@
  * when more than EGRESSD_TRIM_BYTES of freed heap sit
  * unused (after a burst of connections, whose buffers and upstreams are
  * gone), hand the pages back to the system, so the resident size follows
- * the connections that are open now rather than the peak. Only for
- * EGRESSD_TRIM_TICKS ticks after the last activity (connections opened or
+ * the connections that are open now rather than the peak. The heap is
+ * trimmed at the first quiet tick after activity (connections opened or
  * closed, requests decided, bytes relayed, an upstream leaving the pool;
- * an idle connection's TLS buffers go at the first tick after it): reading
+ * an idle connection's TLS buffers go at the first tick after it), and
+ * under load that never pauses once every EGRESSD_TRIM_BUSY ticks: reading
  * the heap's state (mallinfo2) walks every free chunk, and trimming calls
- * madvise on every free page, given back already or not, milliseconds of
- * the loop every second with many connections held and nothing moving.
+ * madvise on every free page, given back already or not. With 10,000
+ * connections held that is milliseconds of the loop each time: every
+ * second under load it was the slowest percent of the requests, and every
+ * second while idle a loop that never sleeps for long.
  */
 #define EGRESSD_TRIM_BYTES (1024 * 1024)
-#define EGRESSD_TRIM_TICKS 3
+#define EGRESSD_TRIM_BUSY  60
 
 #define EGRESSD_MAX_BUFFERED (256 * 1024 * 1024) /* --max-buffered without a memory limit */
 
@@ -469,7 +472,7 @@ egressd_trim_cb(evutil_socket_t fd, short what, void *arg)
 	struct mallinfo2 mi;
 	uint64_t activity;
 	unsigned idle;
-	int k;
+	int busy, k;
 
 	audit_tick(e->audit);
 	egressd_overload_tick(e);
@@ -481,12 +484,13 @@ egressd_trim_cb(evutil_socket_t fd, short what, void *arg)
 	for (k = 0; k < METRICS_EV_COUNT; k++)
 		activity += e->m.requests[k][0] + e->m.requests[k][1] + e->m.requests[k][2];
 	idle = upstream_pool_idle(e->pool);
-	if (activity != e->trim_activity || idle < e->trim_pool_idle)
-		e->trim_ticks = EGRESSD_TRIM_TICKS;
+	busy = activity != e->trim_activity || idle < e->trim_pool_idle;
 	e->trim_activity = activity;
 	e->trim_pool_idle = idle;
-	if (e->trim_ticks > 0) {
-		e->trim_ticks--;
+	if (busy)
+		e->trim_busy++;
+	if ((!busy && e->trim_busy > 0) || e->trim_busy >= EGRESSD_TRIM_BUSY) {
+		e->trim_busy = 0;
 		mi = mallinfo2();
 		if (mi.fordblks > EGRESSD_TRIM_BYTES)
 			malloc_trim(0);

@@ -156,11 +156,11 @@ struct egressd {
 	struct event *ev_reap;
 	unsigned nconns;
 	uint64_t conn_seq;
-	/* The heap trim: the activity and idle upstreams at the last tick, ticks left to trim. */
+	/* The heap trim: the activity and idle upstreams at the last tick. */
 	uint64_t trim_activity;
 	unsigned trim_pool_idle;
-	int trim_ticks;
-	size_t buffered; /* bytes in the connections' buffers (conn_account) */
+	unsigned trim_busy; /* ticks with activity since the heap was last trimmed */
+	size_t buffered;    /* bytes in the connections' buffers (conn_account) */
 	struct overload ov[OVERLOAD_COUNT];
 	struct egressd_limits lim;
 	struct http_limits http;

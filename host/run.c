@@ -155,6 +155,41 @@ run_say_notes(const struct run *r)
 	buf_free(&b);
 }
 
+/*
+ * An image built from other build inputs than this installation's may not
+ * know what this run hands sandbox-init (a configuration key added since),
+ * and then sandbox-init names only the key it does not know: said before
+ * the run, with what to do. An image without the label (built by hand)
+ * is taken as it is.
+ */
+static void
+run_check_image(const struct host_plan *p)
+{
+	char *label, *dir = NULL, *digest = NULL;
+	struct buf err;
+
+	if (p->rt == HOST_RT_APPLE)
+		return;
+	label = image_label(p, p->image, IMAGE_LABEL_INPUTS_NAME);
+	if (label == NULL || strcmp(label, "unknown") == 0) {
+		free(label);
+		return;
+	}
+	buf_init(&err);
+	if ((dir = image_inputs_dir(&err)) != NULL &&
+	    (digest = image_inputs_digest(dir, &err)) != NULL && strcmp(label, digest) != 0)
+		fprintf(stderr,
+		        HOST_PROG
+		        ": the image %s was built from other build inputs than this "
+		        "installation's (%.12s, installed now %.12s): if the run stops on "
+		        "its configuration, rebuild it with `" HOST_PROG " image build`\n",
+		        p->image, label, digest);
+	buf_free(&err);
+	free(label);
+	free(dir);
+	free(digest);
+}
+
 static void
 run_summary(const struct run *r, int rc)
 {
@@ -274,6 +309,7 @@ run_main(struct host_args *a)
 		rc = HOST_EXIT_RUNTIME;
 		goto out;
 	}
+	run_check_image(&r.plan);
 	buf_reset(&errs);
 	if (state_create(&r.e.state, &errs) == -1 ||
 	    stage_write(&r.plan, &r.e, &r.skills, &errs) == -1) {

@@ -167,6 +167,15 @@ expect_eq "$RC" 0 "an image from other build inputs: a warning, not a failure"
 expect_eq "$(statuses image.opencode image.build)" "image.opencode=warn image.build=warn" \
 	"other build inputs, no OpenCode label"
 expect_contains "$(message image.build)" "built from other build inputs (the image's 0123456789ab" "... names both digests"
+# A run on that image: said before it starts, with what to do.
+osb --no-providers --version
+expect_contains "$ERR" "the image localhost/opencode-sandbox:latest was built from other build inputs than this installation's (0123456789ab" \
+	"a run on an image from other build inputs says so"
+expect_contains "$ERR" "rebuild it with \`opencode-sandbox image build\`" "... and what to do"
+# The same image labelled with the installed inputs: nothing said.
+EXTRA=(OPENCODE_SANDBOX_DATADIR="$INPUTS" FAKE_LABELS="{\"io.opencode-sandbox.inputs\":\"$DIGEST\"}")
+osb --no-providers --version
+expect_eq "$(printf '%s\n' "$ERR" | grep -c 'other build inputs')" 0 "a run on an image from the installed inputs says nothing of it"
 
 begin doctor-invalid-project
 printf 'version: 1\nnetwork:\n  mode: practical\n  alowlist: [x.example]\n' >"$P/.opencode-sandbox.yaml"

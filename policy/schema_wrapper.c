@@ -378,7 +378,7 @@ schema_wrapper_store_cpus(struct schema_state *st, const struct schema_key *k,
 	buf_free(&b);
 }
 
-/* memory: digits with an optional unit b, k, m or g (either case), at least 16m. */
+/* memory: digits with an optional unit b, k, m or g (either case), from 16m to 1024g. */
 static void
 schema_wrapper_store_memory(struct schema_state *st, const struct schema_key *k,
                             const struct cfg_node *v, long long num)
@@ -400,14 +400,14 @@ schema_wrapper_store_memory(struct schema_state *st, const struct schema_key *k,
 			mult = 1024 * 1024;
 		else if (u == 'g' || u == 'G')
 			mult = 1024 * 1024 * 1024;
-		if (n * mult >= 16ULL * 1024 * 1024 && n <= (1ULL << 40)) {
+		if (n <= (1ULL << 40) / mult && n * mult >= 16ULL * 1024 * 1024) {
 			schema_wrapper_set(st, k, xstrdup(s));
 			return;
 		}
 	}
 	buf_init(&b);
 	cfg_error(st->ctx, &v->loc,
-	          "memory: \"%s\" is not an amount of memory (like 4g or 512m, at least 16m)",
+	          "memory: \"%s\" is not an amount of memory (like 4g or 512m, from 16m to 1024g)",
 	          schema_text(&b, v));
 	buf_free(&b);
 }
